@@ -1,0 +1,85 @@
+// The sandbox's cgroup: memory, CPU and process limits, the OOM and usage report, and (on v2) a
+// kill switch for the whole tree. Created by the launcher before the sandbox exists, removed when
+// it is destroyed. cgroup v2 first; v1 (memory, cpu, pids hierarchies) on hosts that still have
+// their controllers there.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/policy.hpp"
+#include "src/core/error.hpp"
+
+namespace nestbox::launcher {
+
+struct CgroupUsage {
+    std::optional<std::uint64_t> cpu_usec;
+    std::optional<std::uint64_t> memory_peak_bytes;
+};
+
+class Cgroup {
+  public:
+    Cgroup() = default;
+    Cgroup(const Cgroup&) = delete;
+    Cgroup& operator=(const Cgroup&) = delete;
+    // Removes the group. Its processes are gone by then: they all live in the sandbox's PID
+    // namespace, which dies with its init before the launcher lets go of the group.
+    virtual ~Cgroup() = default;
+
+    virtual std::string_view version() const = 0;  // "v2" or "v1"
+    virtual const std::string& path() const = 0;   // for messages and tests
+    // v2: a directory fd to clone the sandbox into. -1 when the sandbox must be attached instead.
+    virtual int clone_fd() const { return -1; }
+    // v1: moves the sandbox's init in, before it is released to run anything.
+    virtual Result<void> attach(pid_t /*pid*/) { return {}; }
+    // v2: kills every process in the group at once (cgroup.kill).
+    virtual void kill() {}
+    virtual CgroupUsage usage() const = 0;
+    virtual bool oom_killed() const = 0;
+};
+
+struct CgroupSetup {
+    std::unique_ptr<Cgroup> group;      // null when no limit was asked for
+    std::vector<std::string> warnings;  // limits dropped under --limits=best-effort
+};
+
+// Where the cgroup filesystems are. Detected from /sys/fs/cgroup; overridable for tests.
+struct CgroupLayout {
+    std::string v2_root;                     // empty: no cgroup v2 mount
+    std::string v1_memory, v1_cpu, v1_pids;  // empty: no such v1 hierarchy
+
+    static CgroupLayout detect();
+};
+
+Result<CgroupSetup> create_cgroup(const policy::Limits& limits, bool best_effort,
+                                  const CgroupLayout& layout = CgroupLayout::detect());
+
+// Implementations, one file each.
+Result<std::unique_ptr<Cgroup>> create_cgroup_v2(const policy::Limits& limits,
+                                                 const std::string& root);
+Result<std::unique_ptr<Cgroup>> create_cgroup_v1(const policy::Limits& limits,
+                                                 const CgroupLayout& layout);
+
+// Shared helpers for the two implementations.
+namespace cgroup_detail {
+// This process's cgroup in a hierarchy, from /proc/self/cgroup: "" names v2's line.
+Result<std::string> own_cgroup(std::string_view controller);
+// "nbx-<pid>-<random>": unique per launch, recognizable to cleanup tools.
+std::string leaf_name();
+Result<void> make_dirs(const std::string& path);
+// rmdir, retried briefly while the kernel finishes tearing down the last tasks.
+void remove_dir(const std::string& path);
+// The number after `key` in a "key value" file such as cpu.stat or memory.events.
+std::optional<std::uint64_t> read_keyed(const std::string& file, std::string_view key);
+std::optional<std::uint64_t> read_number(const std::string& file);
+std::string parent_dir(const std::string& path);
+std::vector<std::string> split_words(std::string_view text);
+}  // namespace cgroup_detail
+
+}  // namespace nestbox::launcher

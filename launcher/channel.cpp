@@ -1,0 +1,83 @@
+#include "launcher/channel.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace nestbox::launcher {
+
+namespace {
+
+Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno("channel", "pipe2");
+    return std::pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
+}
+
+}  // namespace
+
+Result<Channel> Channel::create() {
+    Channel c;
+    NESTBOX_TRY_ASSIGN(auto release, make_pipe());
+    NESTBOX_TRY_ASSIGN(auto report, make_pipe());
+    c.release_read_ = std::move(release.first);
+    c.release_write_ = std::move(release.second);
+    c.report_read_ = std::move(report.first);
+    c.report_write_ = std::move(report.second);
+    return c;
+}
+
+void Channel::close_init_ends() {
+    release_read_.reset();
+    report_write_.reset();
+}
+
+void Channel::close_launcher_ends() {
+    release_write_.reset();
+    report_read_.reset();
+}
+
+Result<void> Channel::release() {
+    const char go = 'g';
+    if (TEMP_FAILURE_RETRY(::write(release_write_.get(), &go, 1)) != 1) {
+        return Error::from_errno("channel", "releasing the sandbox");
+    }
+    release_write_.reset();
+    return {};
+}
+
+bool Channel::wait_for_release() {
+    char go = 0;
+    const bool released = TEMP_FAILURE_RETRY(::read(release_read_.get(), &go, 1)) == 1;
+    release_read_.reset();
+    return released;
+}
+
+std::optional<Report> Channel::read_report() {
+    Report r;
+    const ssize_t n = TEMP_FAILURE_RETRY(::read(report_read_.get(), &r, sizeof r));
+    if (n != static_cast<ssize_t>(sizeof r)) return std::nullopt;
+    r.message[sizeof r.message - 1] = '\0';
+    return r;
+}
+
+void Channel::send(const Report& r) const {
+    // If the launcher is gone there is nobody to tell; init's parent-death signal ends us anyway.
+    (void)TEMP_FAILURE_RETRY(::write(report_write_.get(), &r, sizeof r));
+}
+
+void Channel::send_error(const Error& e) const {
+    Report r;
+    r.kind = Report::Kind::SetupFailed;
+    r.error_code = e.code();
+    std::string text = e.step();
+    if (!e.what().empty()) text += (text.empty() ? "" : ": ") + e.what();
+    const std::size_t n = std::min(text.size(), sizeof r.message - 1);
+    std::memcpy(r.message, text.data(), n);
+    send(r);
+}
+
+}  // namespace nestbox::launcher

@@ -1,0 +1,163 @@
+#include "launcher/sandbox.hpp"
+
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "launcher/cgroup.hpp"
+#include "launcher/channel.hpp"
+#include "launcher/clone.hpp"
+#include "launcher/exec.hpp"
+#include "launcher/idmap.hpp"
+#include "launcher/init.hpp"
+#include "launcher/landlock.hpp"
+#include "launcher/mounts.hpp"
+#include "launcher/network.hpp"
+#include "launcher/pivot_root.hpp"
+#include "launcher/privileges.hpp"
+#include "launcher/seccomp.hpp"
+#include "launcher/status.hpp"
+#include "launcher/supervise.hpp"
+
+namespace nestbox::launcher {
+
+namespace {
+
+// Signals that ask the launcher to end the sandbox. They are blocked and read from a signalfd so
+// that the launcher always gets to clean up (cgroups) instead of dying mid-way.
+constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+
+void print_error(const Error& e) {
+    std::fprintf(stderr, "nestbox: %s\n", e.message().c_str());
+}
+
+// Everything the caller leaked to us is closed before init does anything, except the channel.
+void close_inherited_fds(const Channel& channel) {
+    int keep[] = {channel.release_read_fd(), channel.report_write_fd()};
+    std::sort(std::begin(keep), std::end(keep));
+    int from = 3;
+    for (int fd : keep) {
+        if (fd > from) ::close_range(static_cast<unsigned>(from), static_cast<unsigned>(fd - 1), 0);
+        from = fd + 1;
+    }
+    ::close_range(static_cast<unsigned>(from), ~0U, 0);
+}
+
+// Inside: PID 1 of the new namespaces. Each step assumes the ones before it; the order is the
+// design (docs/architecture.md):
+//  - nothing happens until the launcher releases us, so the cgroup is in place first;
+//  - the id maps come before any mount, because mounting needs the namespace's root mapped;
+//  - the cgroup namespace is made after we are inside our cgroup, so that is its root;
+//  - every mount is made, and the host root detached, while we still hold the privileges to;
+//  - hostname and loopback need CAP_SYS_ADMIN and CAP_NET_ADMIN, so they precede the drop;
+//  - chdir is done as the sandbox user, so its permission is checked as that user;
+//  - seccomp comes last, so none of our own setup syscalls need to be allowed by it;
+//  - only then is the command forked and executed; init stays behind to reap.
+[[noreturn]] void inside(const Plan& plan, Channel& channel, const SeccompFilter& seccomp) {
+    // If the launcher dies, so does the sandbox.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    channel.close_launcher_ends();
+    close_inherited_fds(channel);
+    if (!channel.wait_for_release()) ::_exit(kLauncherError);
+
+    auto step = [&channel](Result<void> r) {
+        if (!r) {
+            channel.send_error(r.error());
+            ::_exit(kLauncherError);
+        }
+    };
+    auto sys = [&step](int rc, const char* stage, const char* what) {
+        if (rc != 0) step(Error::from_errno(stage, what));
+    };
+    if (plan.rootless) step(write_id_maps(plan.uid, plan.outer_uid, plan.gid, plan.outer_gid));
+    sys(::unshare(CLONE_NEWCGROUP), "clone", "new cgroup namespace");
+    auto root = build_root(plan.mounts, SandboxUser{plan.uid, plan.gid, plan.rootless});
+    if (!root) step(root.error());
+    step(enter_root(root->get()));
+    root->reset();
+    sys(::sethostname(plan.hostname.data(), plan.hostname.size()), "uts", "sethostname");
+    if (plan.loopback) step(bring_up_loopback());
+    step(drop_privileges(plan.uid, plan.gid, !plan.rootless));
+    sys(::chdir(plan.chdir.c_str()), "chdir", plan.chdir.c_str());
+    if (plan.landlock) step(restrict_with_landlock(plan.mounts));
+    // PID 1 runs next to the command as the same user: non-dumpable, it cannot be ptraced by it,
+    // nor its /proc/1/fd (and with it the report pipe) opened.
+    sys(::prctl(PR_SET_DUMPABLE, 0), "privileges", "PR_SET_DUMPABLE");
+    step(seccomp.install());
+
+    const pid_t command = ::fork();
+    if (command < 0) step(Error::from_errno("exec", "fork"));
+    if (command == 0) exec_command(plan.argv, plan.env);
+    reap_until_command_exits(command, channel);
+}
+
+}  // namespace
+
+// Outside: the launcher, in the caller's namespaces.
+int run_sandbox(const Plan& plan) {
+    const StatusFd status(plan.status_fd);
+    auto fail = [&status](const Error& e) {
+        print_error(e);
+        status.error(e);
+        return kLauncherError;
+    };
+
+    // Anything that can be refused is refused before a namespace or cgroup exists.
+    auto seccomp = SeccompFilter::prepare(plan.seccomp, plan.seccomp_file);
+    if (!seccomp) return fail(seccomp.error());
+    auto setup = create_cgroup(plan.limits, plan.best_effort_limits);
+    if (!setup) return fail(setup.error());
+    for (const std::string& w : setup->warnings)
+        std::fprintf(stderr, "nestbox: warning: %s\n", w.c_str());
+    Cgroup* cgroup = setup->group.get();
+
+    // Stop signals are blocked before the sandbox exists, so none is lost in between, and a
+    // parent that dies sends one (--die-with-parent).
+    sigset_t stop;
+    ::sigemptyset(&stop);
+    for (int sig : kStopSignals)
+        ::sigaddset(&stop, sig);
+    ::sigprocmask(SIG_BLOCK, &stop, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+    const pid_t parent = ::getppid();
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) return fail(Error("launcher", "the parent process exited", ESRCH));
+    UniqueFd signals(::signalfd(-1, &stop, SFD_CLOEXEC));
+    if (!signals) return fail(Error::from_errno("launcher", "signalfd"));
+
+    auto channel = Channel::create();
+    if (!channel) return fail(channel.error());
+    auto clone = clone_sandbox(plan.namespaces, cgroup != nullptr ? cgroup->clone_fd() : -1);
+    if (!clone) return fail(clone.error());
+    if (clone->in_child()) inside(plan, *channel, *seccomp);
+
+    channel->close_init_ends();
+    // From here a failure must take the half-started sandbox down with it.
+    auto abandon = [&](const Error& e) {
+        (void)clone->pidfd.send_signal(SIGKILL);
+        (void)supervise(clone->pidfd, *channel, cgroup, std::nullopt, signals.get(), status);
+        return fail(e);
+    };
+    if (cgroup != nullptr) {
+        if (auto r = cgroup->attach(clone->pid); !r) return abandon(r.error());
+    }
+    if (auto r = channel->release(); !r) return abandon(r.error());
+
+    const Ending ending =
+        supervise(clone->pidfd, *channel, cgroup, plan.limits.timeout, signals.get(), status);
+    Outcome outcome = summarize(ending, cgroup);
+    outcome.warnings = setup->warnings;
+    if (ending.setup_error) {
+        print_error(*ending.setup_error);
+        status.error(*ending.setup_error);
+    }
+    status.exited(outcome);
+    return outcome.exit_code;
+}
+
+}  // namespace nestbox::launcher
