@@ -121,8 +121,11 @@ Result<CgroupSetup> create_cgroup(const policy::Limits& requested, bool best_eff
 
 namespace cgroup_detail {
 
-Result<std::string> own_cgroup(std::string_view controller) {
-    NESTBOX_TRY_ASSIGN(const std::string text, read_file(AT_FDCWD, "/proc/self/cgroup"));
+Result<std::string> read_proc_self_cgroup() {
+    return read_file(AT_FDCWD, "/proc/self/cgroup");
+}
+
+Result<std::string> own_cgroup(std::string_view text, std::string_view controller) {
     // Lines are "id:controllers:path"; v2's is "0::path".
     std::size_t pos = 0;
     while (pos < text.size()) {

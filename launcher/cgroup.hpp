@@ -34,10 +34,15 @@ class Cgroup {
 
     virtual std::string_view version() const = 0;  // "v2" or "v1"
     virtual const std::string& path() const = 0;   // for messages and tests
-    // v2: a directory fd to clone the sandbox into. -1 when the sandbox must be attached instead.
+    // v2: a directory fd to clone the sandbox into, so it is born inside. -1 on v1.
     virtual int clone_fd() const { return -1; }
-    // v1: moves the sandbox's init in, before it is released to run anything.
-    virtual Result<void> attach(pid_t /*pid*/) { return {}; }
+    // v1: makes the groups and writes the limits. The launcher calls it right after clone, so it
+    // runs on the other core while the sandbox's init builds the root (v2 groups must exist
+    // before clone and are made by create_cgroup).
+    virtual Result<void> finish() { return {}; }
+    // v1: called by the sandbox's init, after finish() and before it enters the new root, to
+    // move itself in. Nothing of the command runs before.
+    virtual Result<void> join() const { return {}; }
     // v2: kills every process in the group at once (cgroup.kill).
     virtual void kill() {}
     virtual CgroupUsage usage() const = 0;
@@ -63,13 +68,15 @@ Result<CgroupSetup> create_cgroup(const policy::Limits& limits, bool best_effort
 // Implementations, one file each.
 Result<std::unique_ptr<Cgroup>> create_cgroup_v2(const policy::Limits& limits,
                                                  const std::string& root);
+// Only decides the paths; finish() makes the groups.
 Result<std::unique_ptr<Cgroup>> create_cgroup_v1(const policy::Limits& limits,
                                                  const CgroupLayout& layout);
 
 // Shared helpers for the two implementations.
 namespace cgroup_detail {
-// This process's cgroup in a hierarchy, from /proc/self/cgroup: "" names v2's line.
-Result<std::string> own_cgroup(std::string_view controller);
+// This process's cgroup in a hierarchy, as listed in /proc/self/cgroup (`text`): "" names v2's.
+Result<std::string> own_cgroup(std::string_view text, std::string_view controller);
+Result<std::string> read_proc_self_cgroup();
 // "nbx-<pid>-<random>": unique per launch, recognizable to cleanup tools.
 std::string leaf_name();
 Result<void> make_dirs(const std::string& path);

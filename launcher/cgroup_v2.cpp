@@ -96,7 +96,8 @@ Result<std::unique_ptr<Cgroup>> create_cgroup_v2(const policy::Limits& l, const 
     } else {
         // Beside our own group, not inside it: a group with processes (ours) cannot also have
         // child groups with controllers (the no-internal-processes rule).
-        NESTBOX_TRY_ASSIGN(const std::string own, own_cgroup(""));
+        NESTBOX_TRY_ASSIGN(const std::string self, read_proc_self_cgroup());
+        NESTBOX_TRY_ASSIGN(const std::string own, own_cgroup(self, ""));
         const std::string up = parent_dir(own);
         parent = root + (up == "/" ? "" : up) + "/nestbox";
     }

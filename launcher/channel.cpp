@@ -4,29 +4,26 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 namespace nestbox::launcher {
 
 namespace {
 
-Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
+Result<void> make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return Error::from_errno("channel", "pipe2");
-    return std::pair(UniqueFd(fds[0]), UniqueFd(fds[1]));
+    read_end.reset(fds[0]);
+    write_end.reset(fds[1]);
+    return {};
 }
 
 }  // namespace
 
 Result<Channel> Channel::create() {
     Channel c;
-    NESTBOX_TRY_ASSIGN(auto release, make_pipe());
-    NESTBOX_TRY_ASSIGN(auto report, make_pipe());
-    c.release_read_ = std::move(release.first);
-    c.release_write_ = std::move(release.second);
-    c.report_read_ = std::move(report.first);
-    c.report_write_ = std::move(report.second);
+    NESTBOX_TRY(make_pipe(c.release_read_, c.release_write_));
+    NESTBOX_TRY(make_pipe(c.report_read_, c.report_write_));
     return c;
 }
 
@@ -40,20 +37,21 @@ void Channel::close_launcher_ends() {
     report_read_.reset();
 }
 
-Result<void> Channel::release() {
-    const char go = 'g';
-    if (TEMP_FAILURE_RETRY(::write(release_write_.get(), &go, 1)) != 1) {
+Result<void> Channel::release(Release how) {
+    const char byte = static_cast<char>(how);
+    if (TEMP_FAILURE_RETRY(::write(release_write_.get(), &byte, 1)) != 1) {
         return Error::from_errno("channel", "releasing the sandbox");
     }
     release_write_.reset();
     return {};
 }
 
-bool Channel::wait_for_release() {
-    char go = 0;
-    const bool released = TEMP_FAILURE_RETRY(::read(release_read_.get(), &go, 1)) == 1;
+std::optional<Release> Channel::wait_for_release() {
+    char byte = 0;
+    const bool released = TEMP_FAILURE_RETRY(::read(release_read_.get(), &byte, 1)) == 1;
     release_read_.reset();
-    return released;
+    if (!released) return std::nullopt;
+    return static_cast<Release>(byte);
 }
 
 std::optional<Report> Channel::read_report() {

@@ -1,8 +1,9 @@
 // The two pipes between the launcher (outside) and the sandbox's init (inside).
 //
-//   release: launcher -> init, one byte once everything that must precede the sandbox's first
-//            step is done (the cgroup v1 attach). End-of-file instead means the launcher died, and
-//            init exits before touching anything.
+//   release: launcher -> init, one byte once the launcher's part of the setup, which runs in
+//            parallel with init's (the cgroup v1 groups), is done. Init waits for it only before
+//            entering the new root, the last moment it could still join a v1 group by path.
+//            End-of-file instead means the launcher is gone, and init exits.
 //   report:  init -> launcher, fixed-size records: setup failed (with the error), command
 //            started, command exited (with its wait status).
 #pragma once
@@ -29,25 +30,28 @@ struct Report {
 // Records no larger than PIPE_BUF are written atomically, so a reader never sees half of one.
 static_assert(sizeof(Report) <= PIPE_BUF);
 
+// What the release byte says.
+enum class Release : char { WithCgroup = 'c', WithoutCgroup = 'n' };
+
 class Channel {
   public:
     static Result<Channel> create();
 
     // Launcher side, after clone.
     void close_init_ends();
-    Result<void> release();
+    Result<void> release(Release how);
     int report_fd() const { return report_read_.get(); }
     // One record, or nullopt at end-of-file (init has exited and nothing is left).
     std::optional<Report> read_report();
 
     // Init side.
     void close_launcher_ends();
-    // False if the launcher died before releasing the sandbox.
-    bool wait_for_release();
+    // nullopt if the launcher is gone.
+    std::optional<Release> wait_for_release();
     void send(const Report& r) const;
     void send_error(const Error& e) const;
+    int release_fd() const { return release_read_.get(); }
     int report_write_fd() const { return report_write_.get(); }
-    int release_read_fd() const { return release_read_.get(); }
 
   private:
     UniqueFd release_read_, release_write_;

@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,7 +26,12 @@ using Kind = MountStep::Kind;
 // is why every host source is opened before (resolve_sources).
 constexpr const char* kStaging = "/tmp";
 constexpr const char* kStagingOptions = "mode=0755,size=1m";
-constexpr const char* kDevNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+struct DevNode {
+    const char* name;
+    unsigned major, minor;
+};
+constexpr DevNode kDevNodes[] = {{"null", 1, 3},   {"zero", 1, 5},    {"full", 1, 7},
+                                 {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
 constexpr const char* kDevLinks[][2] = {{"fd", "/proc/self/fd"},
                                         {"stdin", "/proc/self/fd/0"},
                                         {"stdout", "/proc/self/fd/1"},
@@ -168,7 +174,7 @@ struct Source {
     std::vector<std::pair<const char*, UniqueFd>> dev_nodes;
 };
 
-Result<Source> resolve_source(const MountStep& s) {
+Result<Source> resolve_source(const MountStep& s, const SandboxUser& user) {
     Source src;
     switch (s.kind) {
         case Kind::SystemDir: {
@@ -206,9 +212,12 @@ Result<Source> resolve_source(const MountStep& s) {
             return src;
         }
         case Kind::Dev:
-            for (const char* node : kDevNodes) {
-                NESTBOX_TRY_ASSIGN(UniqueFd tree, clone_tree(std::string("/dev/") + node));
-                src.dev_nodes.emplace_back(node, std::move(tree));
+            // Root mode creates the nodes with mknod(2); a user namespace may not, so rootless
+            // mode binds the host's nodes instead, as bubblewrap does.
+            if (!user.rootless) return src;
+            for (const DevNode& node : kDevNodes) {
+                NESTBOX_TRY_ASSIGN(UniqueFd tree, clone_tree(std::string("/dev/") + node.name));
+                src.dev_nodes.emplace_back(node.name, std::move(tree));
             }
             return src;
         case Kind::Tmpfs:
@@ -257,10 +266,21 @@ std::string tmpfs_options(unsigned mode, std::uint64_t size, const SandboxUser* 
 
 Result<void> make_dev(int root, const MountStep& s, Source& src, const SandboxUser& user) {
     NESTBOX_TRY_ASSIGN(UniqueFd under, make_dirs(root, s.dest));
-    NESTBOX_TRY(mount_fs(under.get(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+    // Device nodes made with mknod(2) only work on a filesystem mounted without nodev; the
+    // command cannot make any of its own (it has no CAP_MKNOD).
+    const unsigned long nodev = user.rootless ? MS_NODEV : 0;
+    NESTBOX_TRY(mount_fs(under.get(), "tmpfs", MS_NOSUID | MS_NOEXEC | nodev,
                          tmpfs_options(0755, kDevSize, nullptr)));
     // The fd from before the mount names the directory underneath; reopen to get the tmpfs.
     NESTBOX_TRY_ASSIGN(UniqueFd dev, open_in_root(root, s.dest, O_PATH | O_DIRECTORY));
+    if (!user.rootless) {
+        for (const DevNode& node : kDevNodes) {
+            if (::mknodat(dev.get(), node.name, S_IFCHR | 0666, makedev(node.major, node.minor)) !=
+                0) {
+                return Error::from_errno("mknod", s.dest + "/" + node.name);
+            }
+        }
+    }
     for (auto& [name, tree] : src.dev_nodes) {
         UniqueFd node(::openat(dev.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
         if (!node) return Error::from_errno("create", s.dest + "/" + name);
@@ -343,7 +363,7 @@ Result<UniqueFd> build_root(const std::vector<MountStep>& steps, const SandboxUs
     std::vector<Source> sources;
     sources.reserve(steps.size());
     for (const MountStep& s : steps) {
-        auto src = resolve_source(s);
+        auto src = resolve_source(s, user);
         if (!src) return in_step(s, src.error());
         sources.push_back(std::move(*src));
     }

@@ -38,33 +38,30 @@ void print_error(const Error& e) {
 
 // Everything the caller leaked to us is closed before init does anything, except the channel.
 void close_inherited_fds(const Channel& channel) {
-    int keep[] = {channel.release_read_fd(), channel.report_write_fd()};
+    int keep[] = {channel.release_fd(), channel.report_write_fd()};
     std::sort(std::begin(keep), std::end(keep));
-    int from = 3;
+    unsigned from = 3;
     for (int fd : keep) {
-        if (fd > from) ::close_range(static_cast<unsigned>(from), static_cast<unsigned>(fd - 1), 0);
-        from = fd + 1;
+        const auto u = static_cast<unsigned>(fd);
+        if (u > from) ::close_range(from, u - 1, 0);
+        from = u + 1;
     }
-    ::close_range(static_cast<unsigned>(from), ~0U, 0);
+    ::close_range(from, ~0U, 0);
 }
 
 // Inside: PID 1 of the new namespaces. Each step assumes the ones before it; the order is the
 // design (docs/architecture.md):
-//  - nothing happens until the launcher releases us, so the cgroup is in place first;
 //  - the id maps come before any mount, because mounting needs the namespace's root mapped;
-//  - the cgroup namespace is made after we are inside our cgroup, so that is its root;
+//  - the root is built while the launcher makes the v1 cgroup on the other core; we join it
+//    before pivot_root, while its host path can still be opened, and before anything of the
+//    command runs; the cgroup namespace is made right after, so our group is its root;
 //  - every mount is made, and the host root detached, while we still hold the privileges to;
 //  - hostname and loopback need CAP_SYS_ADMIN and CAP_NET_ADMIN, so they precede the drop;
 //  - chdir is done as the sandbox user, so its permission is checked as that user;
 //  - seccomp comes last, so none of our own setup syscalls need to be allowed by it;
-//  - only then is the command forked and executed; init stays behind to reap.
-[[noreturn]] void inside(const Plan& plan, Channel& channel, const SeccompFilter& seccomp) {
-    // If the launcher dies, so does the sandbox.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    channel.close_launcher_ends();
-    close_inherited_fds(channel);
-    if (!channel.wait_for_release()) ::_exit(kLauncherError);
-
+//  - only then is the command spawned; init stays behind to reap.
+[[noreturn]] void inside(const Plan& plan, Channel& channel, const Cgroup* cgroup,
+                         const SeccompFilter& seccomp) {
     auto step = [&channel](Result<void> r) {
         if (!r) {
             channel.send_error(r.error());
@@ -74,10 +71,19 @@ void close_inherited_fds(const Channel& channel) {
     auto sys = [&step](int rc, const char* stage, const char* what) {
         if (rc != 0) step(Error::from_errno(stage, what));
     };
+    // If the launcher dies, so does the sandbox: init gets SIGKILL, and with it every process in
+    // its PID namespace. A launcher that died before the signal was armed shows up as end-of-file
+    // where init waits for the release.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    channel.close_launcher_ends();
+    close_inherited_fds(channel);
     if (plan.rootless) step(write_id_maps(plan.uid, plan.outer_uid, plan.gid, plan.outer_gid));
-    sys(::unshare(CLONE_NEWCGROUP), "clone", "new cgroup namespace");
     auto root = build_root(plan.mounts, SandboxUser{plan.uid, plan.gid, plan.rootless});
     if (!root) step(root.error());
+    const std::optional<Release> release = channel.wait_for_release();
+    if (!release) ::_exit(kLauncherError);  // the launcher is gone
+    if (cgroup != nullptr && *release == Release::WithCgroup) step(cgroup->join());
+    sys(::unshare(CLONE_NEWCGROUP), "clone", "new cgroup namespace");
     step(enter_root(root->get()));
     root->reset();
     sys(::sethostname(plan.hostname.data(), plan.hostname.size()), "uts", "sethostname");
@@ -90,10 +96,7 @@ void close_inherited_fds(const Channel& channel) {
     sys(::prctl(PR_SET_DUMPABLE, 0), "privileges", "PR_SET_DUMPABLE");
     step(seccomp.install());
 
-    const pid_t command = ::fork();
-    if (command < 0) step(Error::from_errno("exec", "fork"));
-    if (command == 0) exec_command(plan.argv, plan.env);
-    reap_until_command_exits(command, channel);
+    reap_until_command_exits(spawn_command(plan.argv, plan.env), channel);
 }
 
 }  // namespace
@@ -112,8 +115,7 @@ int run_sandbox(const Plan& plan) {
     if (!seccomp) return fail(seccomp.error());
     auto setup = create_cgroup(plan.limits, plan.best_effort_limits);
     if (!setup) return fail(setup.error());
-    for (const std::string& w : setup->warnings)
-        std::fprintf(stderr, "nestbox: warning: %s\n", w.c_str());
+    std::vector<std::string>& warnings = setup->warnings;
     Cgroup* cgroup = setup->group.get();
 
     // Stop signals are blocked before the sandbox exists, so none is lost in between, and a
@@ -134,7 +136,7 @@ int run_sandbox(const Plan& plan) {
     if (!channel) return fail(channel.error());
     auto clone = clone_sandbox(plan.namespaces, cgroup != nullptr ? cgroup->clone_fd() : -1);
     if (!clone) return fail(clone.error());
-    if (clone->in_child()) inside(plan, *channel, *seccomp);
+    if (clone->in_child()) inside(plan, *channel, cgroup, *seccomp);
 
     channel->close_init_ends();
     // From here a failure must take the half-started sandbox down with it.
@@ -143,15 +145,26 @@ int run_sandbox(const Plan& plan) {
         (void)supervise(clone->pidfd, *channel, cgroup, std::nullopt, signals.get(), status);
         return fail(e);
     };
+    // The v1 groups are made now, on this core, while init builds the root on the other.
     if (cgroup != nullptr) {
-        if (auto r = cgroup->attach(clone->pid); !r) return abandon(r.error());
+        if (auto r = cgroup->finish(); !r) {
+            if (!plan.best_effort_limits) return abandon(r.error());
+            warnings.push_back(r.error().message() + ": no limit is enforced");
+            setup->group.reset();
+            cgroup = nullptr;
+        }
     }
-    if (auto r = channel->release(); !r) return abandon(r.error());
+    if (auto r = channel->release(cgroup != nullptr ? Release::WithCgroup : Release::WithoutCgroup);
+        !r) {
+        return abandon(r.error());
+    }
+    for (const std::string& w : warnings)
+        std::fprintf(stderr, "nestbox: warning: %s\n", w.c_str());
 
     const Ending ending =
         supervise(clone->pidfd, *channel, cgroup, plan.limits.timeout, signals.get(), status);
     Outcome outcome = summarize(ending, cgroup);
-    outcome.warnings = setup->warnings;
+    outcome.warnings = warnings;
     if (ending.setup_error) {
         print_error(*ending.setup_error);
         status.error(*ending.setup_error);

@@ -77,7 +77,9 @@ Ending supervise(const PidFd& init, Channel& channel, Cgroup* cgroup,
                 kill_sandbox(init, cgroup);
             }
         }
-        if ((fds[0].revents & POLLIN) != 0) break;  // init has exited
+        if ((fds[0].revents & POLLIN) != 0) {
+            break;
+        }  // init has exited
     }
     // wait4 rather than waitid(P_PIDFD): it also returns the usage of init and all it reaped.
     while (::wait4(init.pid(), &ending.init_status, 0, &ending.usage) < 0 && errno == EINTR) {
