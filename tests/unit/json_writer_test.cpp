@@ -1,1 +1,55 @@
+#include "src/core/json_writer.hpp"
+
 #include <gtest/gtest.h>
+
+#include "src/core/utf8.hpp"
+
+namespace nestbox {
+namespace {
+
+std::string quoted(std::string_view s) {
+    std::string out;
+    append_json_string(out, s);
+    return out;
+}
+
+TEST(JsonString, EscapesControlCharactersQuotesAndBackslashes) {
+    EXPECT_EQ(quoted("a\"b\\c\n\t\x01"), R"("a\"b\\c\n\t\u0001")");
+}
+
+TEST(JsonString, KeepsValidUtf8) {
+    EXPECT_EQ(quoted("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80"),
+              "\"h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80\"");
+}
+
+TEST(JsonString, ReplacesEveryKindOfInvalidUtf8) {
+    const std::string fffd = "\xEF\xBF\xBD";
+    EXPECT_EQ(quoted("a\xFF"
+                     "b"),
+              "\"a" + fffd + "b\"");                                      // never valid
+    EXPECT_EQ(quoted("\x80"), "\"" + fffd + "\"");                        // stray continuation
+    EXPECT_EQ(quoted("\xC0\xAF"), "\"" + fffd + fffd + "\"");             // overlong '/'
+    EXPECT_EQ(quoted("\xED\xA0\x80"), "\"" + fffd + fffd + fffd + "\"");  // UTF-16 surrogate
+    EXPECT_EQ(quoted("\xF4\x90\x80\x80"), "\"" + fffd + fffd + fffd + fffd + "\"");  // > U+10FFFF
+    EXPECT_EQ(quoted("\xE2\x82"), "\"" + fffd + fffd + "\"");                        // truncated
+}
+
+TEST(Utf8, CompletePrefixHoldsBackOnlyAnUnfinishedSequence) {
+    EXPECT_EQ(utf8_complete_prefix("abc"), 3u);
+    EXPECT_EQ(utf8_complete_prefix("ab\xE2\x82"), 2u);  // euro sign cut after 2 bytes
+    EXPECT_EQ(utf8_complete_prefix("ab\xE2"), 2u);
+    EXPECT_EQ(utf8_complete_prefix("ab\xE2\x82\xAC"), 5u);  // complete
+    EXPECT_EQ(utf8_complete_prefix("ab\xF0\x9F\x98"), 2u);
+    EXPECT_EQ(utf8_complete_prefix("ab\x80\x80\x80"), 5u);  // junk: nothing to wait for
+    EXPECT_EQ(utf8_complete_prefix(""), 0u);
+}
+
+TEST(JsonWriter, BuildsNestedDocuments) {
+    JsonWriter w;
+    w.begin_object().field("a", 1).key("b").begin_array().value("x").value(true).null().end_array();
+    w.field("c", std::optional<int>{}).field("d", 2.5).end_object();
+    EXPECT_EQ(w.str(), R"({"a":1,"b":["x",true,null],"c":null,"d":2.5})");
+}
+
+}  // namespace
+}  // namespace nestbox
