@@ -268,7 +268,7 @@ Result<ParsedCommandLine> CommandLine::parse(int argc, const char* const* argv) 
             op->clear();
         } catch (const CLI::Error& e) {
             std::string why = e.what();
-            if (!why.starts_with(name)) why = name + ": " + why;
+            if (!why.starts_with(name)) why.insert(0, name + ": ");
             return option_error(why);
         }
     }

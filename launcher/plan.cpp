@@ -177,7 +177,8 @@ Result<std::vector<std::string>> build_env(const policy::Policy& p, const Caller
         }
         if (has_nul(value)) return bad("--setenv", name + ": value contains a NUL byte");
         erase(name);
-        env.push_back(name + "=" + value);
+        env.push_back(name);
+        env.back().append("=").append(value);
     }
     for (const auto& name : p.unsetenv) {
         if (name.empty() || name.find('=') != std::string::npos || has_nul(name)) {

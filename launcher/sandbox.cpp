@@ -62,7 +62,7 @@ void close_inherited_fds(const Channel& channel) {
 //  - only then is the command spawned; init stays behind to reap.
 [[noreturn]] void inside(const Plan& plan, Channel& channel, const Cgroup* cgroup,
                          const SeccompFilter& seccomp) {
-    auto step = [&channel](Result<void> r) {
+    auto step = [&channel](const Result<void>& r) {
         if (!r) {
             channel.send_error(r.error());
             ::_exit(kLauncherError);

@@ -96,9 +96,8 @@ Ending supervise(const PidFd& init, Channel& channel, Cgroup* cgroup,
 
 Outcome summarize(const Ending& e, const Cgroup* cgroup) {
     Outcome o;
-    if (e.setup_error) {
-        o.exit_code = kLauncherError;
-    } else if (e.command_status && !e.timed_out && !e.stop_signal) {
+    const bool killed = e.timed_out || e.stop_signal.has_value();
+    if (e.command_status && !killed) {
         const int st = *e.command_status;
         if (WIFSIGNALED(st)) {
             o.signal = WTERMSIG(st);
@@ -106,12 +105,13 @@ Outcome summarize(const Ending& e, const Cgroup* cgroup) {
         } else {
             o.exit_code = WEXITSTATUS(st);
         }
-    } else if (e.timed_out || e.stop_signal || WIFSIGNALED(e.init_status)) {
+    } else if (killed || (!e.setup_error && WIFSIGNALED(e.init_status))) {
         // The sandbox was killed as a whole, by us or (an OOM kill of init) by the kernel.
-        o.signal = e.timed_out || e.stop_signal ? SIGKILL : WTERMSIG(e.init_status);
+        o.signal = killed ? SIGKILL : WTERMSIG(e.init_status);
         o.exit_code = 128 + *o.signal;
     } else {
-        o.exit_code = kLauncherError;  // init ended without a word: a launcher failure
+        // Setup failed, or init ended without a word: a launcher failure either way.
+        o.exit_code = kLauncherError;
     }
     o.timed_out = e.timed_out;
     const auto ms = [](const timeval& t) {

@@ -185,7 +185,7 @@ Result<void> parse_limits(const json::value& v, Limits& l) {
         } else if (*mode == "best-effort") {
             l.mode = LimitMode::BestEffort;
         } else {
-            return field_error("limits.mode", "expected \"strict\" or \"best-effort\"");
+            return field_error("limits.mode", R"(expected "strict" or "best-effort")");
         }
     }
     return r.reject_unknown();

@@ -47,6 +47,7 @@ using Result = boost::system::result<T, Error>;
             return std::move(nestbox_try_result_).error();           \
     } while (0)
 
+// NOLINTBEGIN(bugprone-macro-parentheses): `decl` is a declaration and cannot be parenthesized.
 #define NESTBOX_CONCAT_INNER(a, b) a##b
 #define NESTBOX_CONCAT(a, b) NESTBOX_CONCAT_INNER(a, b)
 // `NESTBOX_TRY_ASSIGN(auto fd, open_thing());` declares `fd` from a Result's value or returns its
@@ -57,3 +58,4 @@ using Result = boost::system::result<T, Error>;
     auto tmp = (expr);                           \
     if (!tmp) return std::move(tmp).error();     \
     decl = std::move(*tmp)
+// NOLINTEND(bugprone-macro-parentheses)

@@ -92,6 +92,7 @@ RunResult run_nestbox(const std::vector<std::string>& args, const RunOptions& o)
     if (o.status_fd) argv.insert(argv.end(), {"--status-fd", "3"});
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv;
+    cargv.reserve(argv.size() + 1);
     for (auto& a : argv)
         cargv.push_back(a.data());
     cargv.push_back(nullptr);
@@ -106,8 +107,8 @@ RunResult run_nestbox(const std::vector<std::string>& args, const RunOptions& o)
         if (o.leak_fds) {
             // Inheritable fds a careless caller might hand over: they must not reach the command.
             for (int i = 0; i < 3; ++i)
-                (void)open("/etc/hostname", O_RDONLY);
-            (void)!dup(1);
+                (void)open("/etc/hostname", O_RDONLY);  // NOLINT(android-cloexec-open)
+            (void)!dup(1);                              // NOLINT(android-cloexec-dup)
         }
         if (o.as_uid) {
             if (setgroups(0, nullptr) != 0 || setresgid(*o.as_uid, *o.as_uid, *o.as_uid) != 0 ||

@@ -43,7 +43,7 @@ class Launcher : public testing::TestWithParam<Mode> {
         return o;
     }
     RunResult run(const std::vector<std::string>& args, RunOptions o = {}) const {
-        return run_nestbox(args, opts(o));
+        return run_nestbox(args, opts(std::move(o)));
     }
     // The probe's report from a default sandbox (plus `extra` options).
     json::object report(std::vector<std::string> extra = {},
@@ -319,13 +319,14 @@ TEST_P(Launcher, TimeoutKillsTheWholeTreeAndSaysSo) {
 TEST_P(Launcher, SandboxDiesWithTheLaunchersParent) {
     const std::string name = unique_name("nbxp");
     int ready[2];
-    ASSERT_EQ(pipe(ready), 0);
+    ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
     std::vector<std::string> argv = {binaries().nestbox};
     for (const auto& a :
          with_probe({"--", "/bin/sh", "-c", "/probe daemon " + name + "; sleep 30"})) {
         argv.push_back(a);
     }
     std::vector<char*> cargv;
+    cargv.reserve(argv.size() + 1);
     for (auto& a : argv)
         cargv.push_back(a.data());
     cargv.push_back(nullptr);

@@ -62,7 +62,7 @@ struct Attempt {
 // succeeds in changing the process (unshare) does not affect the probe.
 Attempt in_child(const std::function<long()>& fn) {
     int pipefd[2];
-    if (pipe(pipefd) != 0) return {false, errno, 0};
+    if (pipe2(pipefd, O_CLOEXEC) != 0) return {false, errno, 0};
     const pid_t pid = fork();
     if (pid == 0) {
         close(pipefd[0]);
@@ -297,8 +297,9 @@ int cmd_report(int argc, char** argv) {
     write_attempt(w, "ptrace_init",
                   in_child([] { return ptrace(PTRACE_ATTACH, 1, nullptr, nullptr); }));
     write_attempt(w, "kill_init", in_child([] { return static_cast<long>(kill(1, SIGKILL)); }));
-    write_attempt(w, "open_init_fd",
-                  in_child([] { return static_cast<long>(open("/proc/1/fd/0", O_RDONLY)); }));
+    write_attempt(w, "open_init_fd", in_child([] {
+                      return static_cast<long>(open("/proc/1/fd/0", O_RDONLY | O_CLOEXEC));
+                  }));
     write_attempt(w, "setuid_root", in_child([] { return static_cast<long>(setuid(0)); }));
     write_attempt(w, "chroot", in_child([] { return static_cast<long>(chroot("/tmp")); }));
     write_attempt(w, "open_by_handle_at", in_child([] {
@@ -308,7 +309,7 @@ int cmd_report(int argc, char** argv) {
                       int mount_id = 0;
                       if (syscall(SYS_name_to_handle_at, AT_FDCWD, "/", h, &mount_id, 0) != 0)
                           return -1L;
-                      return syscall(SYS_open_by_handle_at, AT_FDCWD, h, O_RDONLY);
+                      return syscall(SYS_open_by_handle_at, AT_FDCWD, h, O_RDONLY | O_CLOEXEC);
                   }));
     write_attempt(w, "tiocsti", in_child([] {
                       char c = 'x';
@@ -326,19 +327,21 @@ int cmd_report(int argc, char** argv) {
                   }));
     write_attempt(w, "connect_external", in_child([] { return try_connect("192.0.2.1", 80); }));
     write_attempt(w, "loopback_connect", in_child([] { return loopback_roundtrip(); }));
-    write_attempt(w, "write_root", in_child([] {
-                      return static_cast<long>(open("/nestbox-probe", O_CREAT | O_WRONLY, 0644));
+    write_attempt(
+        w, "write_root", in_child([] {
+            return static_cast<long>(open("/nestbox-probe", O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+        }));
+    write_attempt(w, "write_usr", in_child([] {
+                      return static_cast<long>(
+                          open("/usr/nestbox-probe", O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
                   }));
-    write_attempt(
-        w, "write_usr", in_child([] {
-            return static_cast<long>(open("/usr/nestbox-probe", O_CREAT | O_WRONLY, 0644));
-        }));
-    write_attempt(w, "write_etc",
-                  in_child([] { return static_cast<long>(open("/etc/passwd", O_WRONLY)); }));
-    write_attempt(
-        w, "write_tmp", in_child([] {
-            return static_cast<long>(open("/tmp/nestbox-probe", O_CREAT | O_WRONLY, 0644));
-        }));
+    write_attempt(w, "write_etc", in_child([] {
+                      return static_cast<long>(open("/etc/passwd", O_WRONLY | O_CLOEXEC));
+                  }));
+    write_attempt(w, "write_tmp", in_child([] {
+                      return static_cast<long>(
+                          open("/tmp/nestbox-probe", O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+                  }));
     write_attempt(w, "mknod", in_child([] {
                       return static_cast<long>(mknod("/tmp/null2", S_IFCHR | 0666, makedev(1, 3)));
                   }));

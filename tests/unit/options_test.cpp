@@ -15,6 +15,7 @@ using policy::MountType;
 Result<ParsedCommandLine> parse(std::vector<std::string> args) {
     args.insert(args.begin(), "nestbox");
     std::vector<const char*> argv;
+    argv.reserve(args.size());
     for (const auto& a : args)
         argv.push_back(a.c_str());
     return parse_command_line(static_cast<int>(argv.size()), argv.data());

@@ -1,5 +1,6 @@
 #include "policy/seccomp_profile.hpp"
 
+#include <fcntl.h>
 #include <linux/seccomp.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -34,7 +35,7 @@ SeccompProfile default_profile() {
 // failed call, 0 for success, or 1000 + signal if the child was killed.
 int in_filtered_child(std::span<const sock_filter> program, const std::function<long()>& fn) {
     int pipefd[2];
-    if (pipe(pipefd) != 0) return -1;
+    if (pipe2(pipefd, O_CLOEXEC) != 0) return -1;
     const pid_t pid = fork();
     if (pid == 0) {
         sock_fprog prog{static_cast<unsigned short>(program.size()),
