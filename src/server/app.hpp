@@ -1,0 +1,36 @@
+// Everything a request handler may need, owned in one place for the server's lifetime.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "src/server/agents.hpp"
+#include "src/server/config.hpp"
+#include "src/server/exec.hpp"
+#include "src/server/health.hpp"
+#include "src/server/http.hpp"
+#include "src/server/metrics.hpp"
+#include "src/server/workspace.hpp"
+
+namespace nestbox::server {
+
+struct App {
+    App(Config c, std::unique_ptr<AgentRegistry> registry)
+        : config(std::move(c)),
+          agents(std::move(registry)),
+          workspaces(config.shared_dirs, config.max_body_bytes),
+          executor(config, *agents, workspaces, metrics) {}
+
+    Config config;
+    std::unique_ptr<AgentRegistry> agents;
+    Workspaces workspaces;
+    Metrics metrics;
+    Executor executor;
+    std::unique_ptr<Health> health;
+    std::atomic<bool> shutting_down{false};
+};
+
+// The router: matches the request to an endpoint, checks auth, runs the handler.
+asio::awaitable<void> route(App& app, Exchange& ex);
+
+}  // namespace nestbox::server

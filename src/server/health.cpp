@@ -1,0 +1,166 @@
+#include "src/server/health.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <simdjson.h>
+
+#include "nestbox_config.hpp"
+#include "policy/policy.hpp"
+#include "src/core/files.hpp"
+#include "src/core/json_writer.hpp"
+#include "src/server/child.hpp"
+#include "src/server/log.hpp"
+
+namespace nestbox::server {
+
+namespace {
+
+struct SelfTest {
+    bool ok = false;
+    std::string cgroup = "none";
+    std::vector<std::string> launcher_warnings;
+    std::string error;
+};
+
+// Runs `true` in a sandbox with the server's default limits, synchronously, before serving.
+SelfTest run_self_test(const Config& config) {
+    SelfTest t;
+    policy::Policy p;
+    p.limits.memory_bytes = config.memory_mb.fallback << 20;
+    p.limits.cpu_percent = config.cpu_percent.fallback;
+    p.limits.pids = config.pids.fallback;
+    p.limits.timeout = std::chrono::seconds(30);
+    p.limits.mode =
+        config.best_effort_limits ? policy::LimitMode::BestEffort : policy::LimitMode::Strict;
+    p.seccomp = config.seccomp;
+    auto child =
+        spawn_launcher({config.launcher, "--policy", "/dev/fd/" + std::to_string(kPolicyFd),
+                        "--status-fd", std::to_string(kStatusFd), "--", "/bin/true"},
+                       policy::to_json(p), false);
+    if (!child) {
+        t.error = child.error().message();
+        return t;
+    }
+    child->stdout_r.reset();
+    child->stderr_r.reset();
+    auto events = read_fd(child->status_r.get(), 1 << 20);
+    const int status = Reaper::instance().collect(child->pidfd);
+    if (!events) {
+        t.error = "reading the launcher's status: " + events.error().message();
+        return t;
+    }
+    std::size_t pos = 0;
+    while (pos < events->size()) {
+        const std::size_t end = std::min(events->find('\n', pos), events->size());
+        simdjson::padded_string line(std::string_view(*events).substr(pos, end - pos));
+        pos = end + 1;
+        simdjson::ondemand::parser parser;
+        simdjson::ondemand::document doc;
+        std::string_view event;
+        if (parser.iterate(line).get(doc) != simdjson::SUCCESS ||
+            doc["event"].get_string().get(event) != simdjson::SUCCESS) {
+            continue;
+        }
+        if (event == "error") {
+            std::string_view message;
+            if (doc["message"].get_string().get(message) != simdjson::SUCCESS)
+                message = "unknown launcher error";
+            t.error = std::string(message);
+        } else if (event == "exited") {
+            std::int64_t code = -1;
+            std::string_view cgroup;
+            if (doc["exit_code"].get_int64().get(code) != simdjson::SUCCESS) code = -1;
+            if (doc["cgroup"].get_string().get(cgroup) == simdjson::SUCCESS)
+                t.cgroup = std::string(cgroup);
+            simdjson::ondemand::array warnings;
+            if (doc["warnings"].get_array().get(warnings) == simdjson::SUCCESS) {
+                for (auto w : warnings) {
+                    std::string_view text;
+                    if (w.get_string().get(text) == simdjson::SUCCESS)
+                        t.launcher_warnings.emplace_back(text);
+                }
+            }
+            t.ok = code == 0;
+            if (!t.ok && t.error.empty())
+                t.error = "the self-test command exited " + std::to_string(code);
+        }
+    }
+    if (t.error.empty() && !t.ok) {
+        t.error = "the launcher " + config.launcher + " ended with status " +
+                  std::to_string(status) + " and no report";
+    }
+    return t;
+}
+
+bool user_namespaces_available() {
+    auto text = read_file(AT_FDCWD, "/proc/sys/user/max_user_namespaces");
+    return text && std::atol(text->c_str()) > 0;
+}
+
+}  // namespace
+
+Health::Health(const Config& config) {
+    const SelfTest t = run_self_test(config);
+    self_test_ok_ = t.ok;
+    cgroup_ = t.cgroup;
+    seccomp_ = t.ok && config.seccomp != "none";
+    user_namespace_ = user_namespaces_available();
+    namespaces_ = {"mount", "pid", "net", "ipc", "uts", "cgroup"};
+    if (::geteuid() != 0) namespaces_.push_back("user");
+    if (!t.ok) {
+        warnings_.push_back("sandboxes cannot be started on this host: " + t.error);
+        log_event(spdlog::level::err, "self_test_failed", warnings_.back());
+    }
+    for (const auto& w : t.launcher_warnings)
+        warnings_.push_back(w);
+    if (t.ok && cgroup_ == "none")
+        warnings_.push_back(
+            "no cgroup controllers: memory, CPU and process limits are not enforced");
+    if (config.best_effort_limits)
+        warnings_.push_back(
+            "--limits=best-effort: a limit the host cannot enforce is dropped, not refused");
+    if (config.seccomp == "none") warnings_.push_back("seccomp is off (--seccomp none)");
+    if (config.allow_network)
+        warnings_.push_back("--allow-network: requests may give their sandbox the host's network");
+    if (!config.token) {
+        warnings_.push_back(config.insecure_no_auth && !config.listen.loopback()
+                                ? "no token and listening beyond loopback (--insecure-no-auth): "
+                                  "anyone who can reach " +
+                                      config.listen.to_string() + " can run commands"
+                                : "no token: any local process that can reach " +
+                                      config.listen.to_string() + " can run commands");
+    }
+    if (::geteuid() != 0) {
+        warnings_.push_back(
+            "not running as root: every agent runs as the server's own UID, so agents are not "
+            "separated from each other by UID");
+    }
+    for (const auto& w : warnings_) {
+        if (w.rfind("sandboxes cannot", 0) != 0) log_event(spdlog::level::warn, "warning", w);
+    }
+}
+
+std::string Health::render(bool shutting_down) const {
+    JsonWriter w;
+    w.begin_object().field(
+        "status", shutting_down ? "shutting_down" : (self_test_ok_ ? "ok" : "unavailable"));
+    w.field("version", NESTBOX_VERSION);
+    w.key("isolation").begin_object();
+    w.key("namespaces").begin_array();
+    for (const auto& n : namespaces_)
+        w.value(n);
+    w.end_array();
+    w.field("cgroup", cgroup_)
+        .field("seccomp", seccomp_)
+        .field("user_namespace", user_namespace_)
+        .end_object();
+    w.key("warnings").begin_array();
+    for (const auto& warning : warnings_)
+        w.value(warning);
+    w.end_array().end_object();
+    return w.take();
+}
+
+}  // namespace nestbox::server
