@@ -1,6 +1,7 @@
 #include "launcher/channel.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -58,6 +59,7 @@ std::optional<Report> Channel::read_report() {
     Report r;
     const ssize_t n = TEMP_FAILURE_RETRY(::read(report_read_.get(), &r, sizeof r));
     if (n != static_cast<ssize_t>(sizeof r)) return std::nullopt;
+    r.step[sizeof r.step - 1] = '\0';
     r.message[sizeof r.message - 1] = '\0';
     return r;
 }
@@ -67,14 +69,18 @@ void Channel::send(const Report& r) const {
     (void)TEMP_FAILURE_RETRY(::write(report_write_.get(), &r, sizeof r));
 }
 
+bool Channel::launcher_alive() const {
+    // A pipe whose reader has closed polls as POLLERR for its writer.
+    pollfd pfd{report_write_.get(), 0, 0};
+    return ::poll(&pfd, 1, 0) == 0;
+}
+
 void Channel::send_error(const Error& e) const {
     Report r;
     r.kind = Report::Kind::SetupFailed;
     r.error_code = e.code();
-    std::string text = e.step();
-    if (!e.what().empty()) text += (text.empty() ? "" : ": ") + e.what();
-    const std::size_t n = std::min(text.size(), sizeof r.message - 1);
-    std::memcpy(r.message, text.data(), n);
+    std::strncpy(r.step, e.step().c_str(), sizeof r.step - 1);
+    std::strncpy(r.message, e.what().c_str(), sizeof r.message - 1);
     send(r);
 }
 

@@ -22,10 +22,11 @@ namespace nestbox::launcher {
 struct Report {
     enum class Kind : std::uint32_t { SetupFailed = 1, Started = 2, Exited = 3 };
     Kind kind = Kind::SetupFailed;
-    std::int32_t pid = 0;          // Started: the command's pid inside the sandbox
+    std::int32_t pid = 0;          // Started: the command's pid inside the sandbox (unused outside)
     std::int32_t wait_status = 0;  // Exited: as from wait4()
     std::int32_t error_code = 0;   // SetupFailed: errno
-    char message[496] = {};        // SetupFailed: "mounts: bind /usr -> /usr"
+    char step[32] = {};            // SetupFailed: the stage, "mounts"
+    char message[464] = {};        // SetupFailed: "bind /usr -> /usr"
 };
 // Records no larger than PIPE_BUF are written atomically, so a reader never sees half of one.
 static_assert(sizeof(Report) <= PIPE_BUF);
@@ -48,6 +49,8 @@ class Channel {
     void close_launcher_ends();
     // nullopt if the launcher is gone.
     std::optional<Release> wait_for_release();
+    // False once the launcher has exited (its end of the report pipe is closed).
+    bool launcher_alive() const;
     void send(const Report& r) const;
     void send_error(const Error& e) const;
     int release_fd() const { return release_read_.get(); }

@@ -9,6 +9,11 @@
 
 #include "src/core/unique_fd.hpp"
 
+// Debian 12's kernel headers predate Landlock ABI 3; the bit is fixed by the kernel ABI.
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+
 namespace nestbox::launcher {
 
 namespace {
@@ -21,9 +26,7 @@ constexpr std::uint64_t kRead =
 std::uint64_t handled_rights(long abi) {
     std::uint64_t rights = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;  // ABI 1: bits 0-12
     if (abi >= 2) rights |= LANDLOCK_ACCESS_FS_REFER;
-#ifdef LANDLOCK_ACCESS_FS_TRUNCATE
     if (abi >= 3) rights |= LANDLOCK_ACCESS_FS_TRUNCATE;
-#endif
     return rights;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "launcher/exec.hpp"
 #include "launcher/options.hpp"
 #include "launcher/plan.hpp"
 #include "launcher/sandbox.hpp"
@@ -25,7 +26,8 @@ Caller describe_caller() {
     c.uid = ::getuid();
     c.gid = ::getgid();
     char cwd[4096];
-    c.cwd = ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "/";
+    // Empty when the cwd is gone: a relative path given then is an error, not a guess.
+    if (::getcwd(cwd, sizeof cwd) != nullptr) c.cwd = cwd;
     for (char** e = environ; *e != nullptr; ++e)
         c.environ.emplace_back(*e);
     return c;
@@ -34,6 +36,7 @@ Caller describe_caller() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    remember_arguments(argc, argv);
     auto parsed = parse_command_line(argc, argv);
     if (!parsed) return refuse(parsed.error());
     if (parsed->print) {

@@ -124,11 +124,15 @@ Result<UniqueFd> make_mountpoint(int root, const std::string& dest, bool dir) {
     if (dir) return make_dirs(root, dest);
     const auto [parent_path, name] = split_parent(dest);
     NESTBOX_TRY_ASSIGN(UniqueFd parent, make_dirs(root, parent_path));
-    UniqueFd file(
-        ::openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
-    if (file) return file;
-    if (errno != ELOOP && errno != EISDIR) return Error::from_errno("create", dest);
-    return open_in_root(root, dest, O_PATH);  // an existing symlink or directory: mount on it
+    // Something already there (a file of the default root, itself perhaps a read-only bind) is
+    // mounted over as it is, resolved in the root; only a missing one is created.
+    UniqueFd existing(::openat(parent.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (existing) return open_in_root(root, dest, O_PATH);
+    if (errno != ENOENT) return Error::from_errno("open", dest);
+    UniqueFd file(::openat(parent.get(), name.c_str(),
+                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (!file) return Error::from_errno("create", dest);
+    return file;
 }
 
 // A detached copy of a host mount tree, taken now, before the staging root hides anything.

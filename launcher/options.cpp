@@ -192,12 +192,22 @@ void CommandLine::define_security() {
 void CommandLine::define_environment() {
     app_.add_option_function<std::vector<std::string>>(
             "--setenv",
-            [this](const std::vector<std::string>& v) { policy_.setenv.emplace_back(v[0], v[1]); },
+            [this](const std::vector<std::string>& v) {
+                // Through merge(), so a later --setenv undoes an earlier --unsetenv and vice versa.
+                policy::Policy op;
+                op.setenv = {{v[0], v[1]}};
+                policy_.merge(op);
+            },
             "Set VAR to VALUE")
         ->expected(2)
         ->type_name("VAR VALUE");
     app_.add_option_function<std::string>(
-            "--unsetenv", [this](const std::string& v) { policy_.unsetenv.push_back(v); },
+            "--unsetenv",
+            [this](const std::string& v) {
+                policy::Policy op;
+                op.unsetenv = {v};
+                policy_.merge(op);
+            },
             "Unset VAR")
         ->type_name("VAR");
     app_.add_flag_callback(
@@ -207,9 +217,14 @@ void CommandLine::define_environment() {
 
 void CommandLine::define_io() {
     app_.add_option_function<int>(
-            "--status-fd", [this](int fd) { status_fd_ = fd; },
+            "--status-fd",
+            [this](int fd) {
+                if (fd < 0)
+                    throw CLI::ValidationError("--status-fd",
+                                               "must be a file descriptor (0 or more)");
+                status_fd_ = fd;
+            },
             "Write JSON events (started, exited) to FD")
-        ->check(CLI::NonNegativeNumber)
         ->type_name("FD");
     app_.add_option_function<std::string>(
             "--policy", [this](const std::string& f) { policy_file_ = f; },

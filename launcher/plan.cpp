@@ -24,6 +24,8 @@ Result<std::string> check_source(const std::string& option, const std::string& s
     if (source.empty()) return bad(option, "empty source path");
     if (has_nul(source)) return bad(option, "source path contains a NUL byte");
     if (source.front() == '/') return source;
+    if (cwd.empty())
+        return bad(option, "'" + source + "' is relative, but the current directory is unknown");
     return cwd + "/" + source;
 }
 

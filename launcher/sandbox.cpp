@@ -28,9 +28,18 @@ namespace nestbox::launcher {
 
 namespace {
 
-// Signals that ask the launcher to end the sandbox. They are blocked and read from a signalfd so
-// that the launcher always gets to clean up (cgroups) instead of dying mid-way.
-constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+// Every signal whose default action would end the launcher is blocked and read from a signalfd,
+// so that the launcher always ends the sandbox and removes its cgroup instead of dying mid-way
+// (only SIGKILL cannot be caught). Faults, job control and SIGCHLD keep their usual meaning.
+sigset_t stop_signals() {
+    sigset_t set;
+    ::sigfillset(&set);
+    for (int sig : {SIGKILL, SIGSTOP, SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU, SIGCHLD, SIGWINCH, SIGURG,
+                    SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT, SIGPIPE}) {
+        ::sigdelset(&set, sig);
+    }
+    return set;
+}
 
 void print_error(const Error& e) {
     std::fprintf(stderr, "nestbox: %s\n", e.message().c_str());
@@ -58,8 +67,9 @@ void close_inherited_fds(const Channel& channel) {
 //  - every mount is made, and the host root detached, while we still hold the privileges to;
 //  - hostname and loopback need CAP_SYS_ADMIN and CAP_NET_ADMIN, so they precede the drop;
 //  - chdir is done as the sandbox user, so its permission is checked as that user;
-//  - seccomp comes last, so none of our own setup syscalls need to be allowed by it;
-//  - only then is the command spawned; init stays behind to reap.
+//  - changing uid clears the parent-death signal, so it is armed again right after the drop;
+//  - seccomp is installed by the command's own process just before execve, so neither our setup
+//    syscalls nor init's reaping need to be allowed by it; init stays behind to reap.
 [[noreturn]] void inside(const Plan& plan, Channel& channel, const Cgroup* cgroup,
                          const SeccompFilter& seccomp) {
     auto step = [&channel](const Result<void>& r) {
@@ -89,14 +99,20 @@ void close_inherited_fds(const Channel& channel) {
     sys(::sethostname(plan.hostname.data(), plan.hostname.size()), "uts", "sethostname");
     if (plan.loopback) step(bring_up_loopback());
     step(drop_privileges(plan.uid, plan.gid, !plan.rootless));
+    // The kernel cleared the parent-death signal when our uid changed: arm it again, and catch a
+    // launcher that died in between by its end of the report pipe being closed.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (!channel.launcher_alive()) ::_exit(kLauncherError);
     sys(::chdir(plan.chdir.c_str()), "chdir", plan.chdir.c_str());
     if (plan.landlock) step(restrict_with_landlock(plan.mounts));
     // PID 1 runs next to the command as the same user: non-dumpable, it cannot be ptraced by it,
     // nor its /proc/1/fd (and with it the report pipe) opened.
     sys(::prctl(PR_SET_DUMPABLE, 0), "privileges", "PR_SET_DUMPABLE");
-    step(seccomp.install());
+    hide_arguments("nestbox-init");
 
-    reap_until_command_exits(spawn_command(plan.argv, plan.env), channel);
+    auto command = spawn_command(plan.argv, plan.env, seccomp.fprog());
+    if (!command) step(command.error());
+    reap_until_command_exits(*command, channel);
 }
 
 }  // namespace
@@ -120,10 +136,7 @@ int run_sandbox(const Plan& plan) {
 
     // Stop signals are blocked before the sandbox exists, so none is lost in between, and a
     // parent that dies sends one (--die-with-parent).
-    sigset_t stop;
-    ::sigemptyset(&stop);
-    for (int sig : kStopSignals)
-        ::sigaddset(&stop, sig);
+    const sigset_t stop = stop_signals();
     ::sigprocmask(SIG_BLOCK, &stop, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
     const pid_t parent = ::getppid();
@@ -154,12 +167,14 @@ int run_sandbox(const Plan& plan) {
             cgroup = nullptr;
         }
     }
-    if (auto r = channel->release(cgroup != nullptr ? Release::WithCgroup : Release::WithoutCgroup);
-        !r) {
-        return abandon(r.error());
+    // If init already failed, the release finds its end closed: its own error report, waiting in
+    // the report pipe, is the one that explains what happened, so supervise normally.
+    (void)channel->release(cgroup != nullptr ? Release::WithCgroup : Release::WithoutCgroup);
+    // With --status-fd the warnings go to the exited event only: stderr is the command's.
+    if (!plan.status_fd) {
+        for (const std::string& w : warnings)
+            std::fprintf(stderr, "nestbox: warning: %s\n", w.c_str());
     }
-    for (const std::string& w : warnings)
-        std::fprintf(stderr, "nestbox: warning: %s\n", w.c_str());
 
     const Ending ending =
         supervise(clone->pidfd, *channel, cgroup, plan.limits.timeout, signals.get(), status);

@@ -1,8 +1,6 @@
 #include "launcher/seccomp.hpp"
 
 #include <fcntl.h>
-#include <linux/seccomp.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "src/core/files.hpp"
@@ -24,20 +22,20 @@ Result<SeccompFilter> SeccompFilter::prepare(SeccompMode mode, const std::string
     if (!text) return Error("seccomp", file, text.error().code());
     auto profile = policy::parse_seccomp_profile(*text);
     if (!profile) return Error("seccomp", file + ": " + profile.error().what());
-    NESTBOX_TRY_ASSIGN(f.compiled_, policy::compile_seccomp_profile(*profile));
+    auto compiled = policy::compile_seccomp_profile(*profile);
+    if (!compiled)
+        return Error("seccomp", file + ": " + compiled.error().what(), compiled.error().code());
+    f.compiled_ = std::move(*compiled);
     return f;
 }
 
-Result<void> SeccompFilter::install() const {
+std::optional<sock_fprog> SeccompFilter::fprog() const {
     const std::span<const sock_filter> program = this->program();
-    if (program.empty()) return {};
+    if (program.empty()) return std::nullopt;
     sock_fprog prog{};
     prog.len = static_cast<unsigned short>(program.size());
     prog.filter = const_cast<sock_filter*>(program.data());  // the kernel copies, never writes
-    if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
-        return Error::from_errno("seccomp", "installing the filter");
-    }
-    return {};
+    return prog;
 }
 
 }  // namespace nestbox::launcher

@@ -29,7 +29,7 @@ void handle(const Report& r, Ending& ending, const PidFd& init, const StatusFd& 
             ending.command_status = r.wait_status;
             break;
         case Report::Kind::SetupFailed:
-            ending.setup_error = Error("", r.message, r.error_code);
+            ending.setup_error = Error(r.step, r.message, r.error_code);
             break;
     }
 }

@@ -55,6 +55,13 @@ void Policy::merge(const Policy& o) {
     override_with(seccomp, o.seccomp);
     override_with(landlock, o.landlock);
     override_with(inherit_env, o.inherit_env);
+    // The plan applies every set before every unset, so an override must cancel what it
+    // contradicts in the base: a later set undoes an earlier unset of the name, and vice versa.
+    for (const auto& [name, value] : o.setenv)
+        std::erase(unsetenv, name);
+    for (const auto& name : o.unsetenv) {
+        std::erase_if(setenv, [&name](const auto& kv) { return kv.first == name; });
+    }
     setenv.insert(setenv.end(), o.setenv.begin(), o.setenv.end());
     unsetenv.insert(unsetenv.end(), o.unsetenv.begin(), o.unsetenv.end());
 }

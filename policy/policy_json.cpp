@@ -141,6 +141,11 @@ Result<Mount> parse_mount(const json::value& v, const std::string& where) {
         m.type == MountType::Bind || m.type == MountType::RoBind || m.type == MountType::Symlink;
     if (needs_source && !source) return field_error(r.path("source"), "missing");
     if (!needs_source && source) return field_error(r.path("source"), "not used by this type");
+    if (m.size && m.type != MountType::Tmpfs)
+        return field_error(r.path("size"), "only a tmpfs has a size");
+    const bool may_be_optional = m.type == MountType::Bind || m.type == MountType::RoBind;
+    if (optional && !may_be_optional)
+        return field_error(r.path("optional"), "only binds can be optional");
     m.source = source.value_or("");
     m.optional = optional.value_or(false);
     return m;

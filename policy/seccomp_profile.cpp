@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +22,17 @@ namespace {
 
 Error profile_error(const std::string& where, const std::string& problem) {
     return Error("seccomp", where + ": " + problem);
+}
+
+Result<void> check_known_keys(const json::object& o, std::initializer_list<std::string_view> known,
+                              const std::string& where) {
+    for (const auto& kv : o) {
+        bool ok = false;
+        for (std::string_view k : known)
+            ok = ok || kv.key() == k;
+        if (!ok) return profile_error(where + std::string(kv.key()), "unknown field");
+    }
+    return {};
 }
 
 Result<std::uint32_t> parse_action(const json::object& entry, const std::string& key,
@@ -78,6 +90,8 @@ Result<std::uint64_t> parse_u64(const json::object& o, const std::string& key,
 Result<SeccompArg> parse_arg(const json::value& v, const std::string& where) {
     if (!v.is_object()) return profile_error(where, "expected an object");
     const json::object& o = v.get_object();
+    // A misspelt "value" would otherwise compare against 0 without a word.
+    NESTBOX_TRY(check_known_keys(o, {"index", "value", "valueTwo", "op"}, where + "."));
     SeccompArg arg;
     NESTBOX_TRY_ASSIGN(const std::uint64_t index, parse_u64(o, "index", where + "."));
     if (index > 5) return profile_error(where + ".index", "syscalls have at most 6 arguments");
@@ -90,17 +104,33 @@ Result<SeccompArg> parse_arg(const json::value& v, const std::string& where) {
     return arg;
 }
 
-constexpr const char* kNativeArchNames[] = {"SCMP_ARCH_X86_64", "amd64", "x86_64"};
-
-bool names_native_arch(const json::value& arches) {
-    if (!arches.is_array()) return false;
-    for (const auto& a : arches.get_array()) {
-        if (!a.is_string()) continue;
-        for (const char* n : kNativeArchNames) {
-            if (a.get_string() == n) return true;
-        }
+// Whether an architecture named in a profile ("SCMP_ARCH_X86_64", or Docker's Go names such as
+// "amd64") is the one this filter is compiled for: libseccomp's native architecture.
+bool is_native_arch(std::string_view name) {
+    static constexpr std::pair<std::string_view, std::string_view> kGoNames[] = {
+        {"amd64", "x86_64"},      {"386", "x86"},         {"arm64", "aarch64"},
+        {"mips64le", "mipsel64"}, {"ppc64le", "ppc64le"}, {"s390x", "s390x"},
+        {"riscv64", "riscv64"},   {"arm", "arm"}};
+    std::string token(name);
+    if (token.starts_with("SCMP_ARCH_")) {
+        token = token.substr(10);
+        for (char& ch : token)
+            ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     }
-    return false;
+    for (const auto& [go, libseccomp] : kGoNames) {
+        if (token == go) token = std::string(libseccomp);
+    }
+    return seccomp_arch_resolve_name(token.c_str()) == seccomp_arch_native();
+}
+
+Result<bool> names_native_arch(const json::value& arches, const std::string& where) {
+    if (!arches.is_array()) return profile_error(where, "expected an array of architectures");
+    bool native = false;
+    for (const auto& a : arches.get_array()) {
+        if (!a.is_string()) return profile_error(where, "expected an array of architectures");
+        native = native || is_native_arch(a.get_string());
+    }
+    return native;
 }
 
 // "5.8" <= running kernel?
@@ -117,44 +147,35 @@ bool kernel_at_least(std::string_view wanted) {
     return have_major > want_major || (have_major == want_major && have_minor >= want_minor);
 }
 
-// Docker's conditional entries. The sandbox holds no capabilities, runs the native architecture
-// only, and runs on this kernel.
-bool entry_applies(const json::object& entry) {
-    if (const json::value* inc = entry.if_contains("includes");
-        inc != nullptr && inc->is_object()) {
-        const json::object& o = inc->get_object();
-        if (const json::value* caps = o.if_contains("caps");
-            caps != nullptr && caps->is_array() && !caps->get_array().empty()) {
-            return false;
+// Docker's conditional entries, evaluated for a sandbox: it holds no capabilities, runs the native
+// architecture only, and runs on this kernel. An `includes` condition must hold for the entry to
+// apply; any `excludes` condition that holds drops it. Unknown condition fields are errors.
+Result<bool> entry_applies(const json::object& entry, const std::string& where) {
+    for (const char* kind : {"includes", "excludes"}) {
+        const json::value* cond = entry.if_contains(kind);
+        if (cond == nullptr) continue;
+        const std::string here = where + "." + kind;
+        if (!cond->is_object()) return profile_error(here, "expected an object");
+        const json::object& o = cond->get_object();
+        NESTBOX_TRY(check_known_keys(o, {"caps", "arches", "minKernel"}, here + "."));
+        const bool include = std::string_view(kind) == "includes";
+        if (const json::value* caps = o.if_contains("caps")) {
+            if (!caps->is_array()) return profile_error(here + ".caps", "expected an array");
+            // The sandbox has no capabilities: "includes caps" never holds, "excludes caps" never
+            // drops.
+            if (include && !caps->get_array().empty()) return false;
         }
-        if (const json::value* arches = o.if_contains("arches");
-            arches != nullptr && !names_native_arch(*arches)) {
-            return false;
+        if (const json::value* arches = o.if_contains("arches")) {
+            NESTBOX_TRY_ASSIGN(const bool native, names_native_arch(*arches, here + ".arches"));
+            if (native != include) return false;
         }
-        if (const json::value* k = o.if_contains("minKernel");
-            k != nullptr && k->is_string() && !kernel_at_least(k->get_string())) {
-            return false;
-        }
-    }
-    if (const json::value* exc = entry.if_contains("excludes");
-        exc != nullptr && exc->is_object()) {
-        if (const json::value* arches = exc->get_object().if_contains("arches");
-            arches != nullptr && names_native_arch(*arches)) {
-            return false;
+        if (const json::value* k = o.if_contains("minKernel")) {
+            if (!k->is_string())
+                return profile_error(here + ".minKernel", "expected a version string");
+            if (kernel_at_least(k->get_string()) != include) return false;
         }
     }
     return true;
-}
-
-Result<void> check_known_keys(const json::object& o, std::initializer_list<std::string_view> known,
-                              const std::string& where) {
-    for (const auto& kv : o) {
-        bool ok = false;
-        for (std::string_view k : known)
-            ok = ok || kv.key() == k;
-        if (!ok) return profile_error(where + std::string(kv.key()), "unknown field");
-    }
-    return {};
 }
 
 Result<SeccompRule> parse_rule(const json::object& entry, const std::string& where) {
@@ -219,7 +240,8 @@ Result<SeccompProfile> parse_seccomp_profile(std::string_view text) {
         for (const auto& e : syscalls->get_array()) {
             const std::string where = "syscalls[" + std::to_string(i++) + "]";
             if (!e.is_object()) return profile_error(where, "expected an object");
-            if (!entry_applies(e.get_object())) continue;
+            NESTBOX_TRY_ASSIGN(const bool applies, entry_applies(e.get_object(), where));
+            if (!applies) continue;
             NESTBOX_TRY_ASSIGN(SeccompRule rule, parse_rule(e.get_object(), where));
             profile.rules.push_back(std::move(rule));
         }

@@ -116,6 +116,12 @@ TEST_P(Launcher, RefusesHostRootWithoutAUserNamespace) {
     }
 }
 
+TEST_P(Launcher, CommandStartsWithEverySignalAtItsDefault) {
+    const json::object r = report();
+    EXPECT_EQ(r.at("sig_ignored").as_string(), "0000000000000000");
+    EXPECT_EQ(r.at("sig_blocked").as_string(), "0000000000000000");
+}
+
 TEST_P(Launcher, OnlyStandardFdsReachTheCommand) {
     RunOptions o;
     o.leak_fds = true;
@@ -129,7 +135,10 @@ TEST_P(Launcher, OnlyStandardFdsReachTheCommand) {
 }
 
 TEST_P(Launcher, InitCannotBeTracedKilledOrInspected) {
-    const json::object r = report();
+    const json::object r = report({"--hostname", "no-leak-host"});
+    // /proc/1/cmdline is world-readable: it must not show the launcher's arguments.
+    EXPECT_EQ(std::string(r.at("init_cmdline").as_string()).find("no-leak-host"),
+              std::string::npos);
     EXPECT_FALSE(ok(r, "ptrace_init"));
     EXPECT_FALSE(ok(r, "open_init_fd"));
     EXPECT_EQ(r.at("dumpable").as_int64(), 1);   // the command itself stays debuggable
@@ -261,6 +270,16 @@ TEST_P(Launcher, SymlinksInsideTheRootCannotRedirectMountsToTheHost) {
     EXPECT_FALSE(fs::exists(target));
 }
 
+TEST_P(Launcher, AFileCanBeBoundOverAFileOfTheDefaultRoot) {
+    TempDir dir;
+    std::ofstream(dir.path() + "/resolv.conf") << "nameserver 192.0.2.53\n";
+    chmod((dir.path() + "/resolv.conf").c_str(), 0644);
+    RunResult r = run({"--ro-bind", dir.path() + "/resolv.conf", "/etc/resolv.conf", "--",
+                       "/bin/cat", "/etc/resolv.conf"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "nameserver 192.0.2.53\n");
+}
+
 TEST_P(Launcher, MountsApplyInOrder) {
     TempDir a(rootless() ? std::optional<uid_t>(kTestUid) : std::nullopt);
     std::ofstream(a.path() + "/marker") << "from-bind";
@@ -316,47 +335,68 @@ TEST_P(Launcher, TimeoutKillsTheWholeTreeAndSaysSo) {
     EXPECT_TRUE(processes_named(name).empty());
 }
 
-TEST_P(Launcher, SandboxDiesWithTheLaunchersParent) {
-    const std::string name = unique_name("nbxp");
-    int ready[2];
-    ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+// Starts nestbox in the background (from a parent process when `via_parent`) running a daemon
+// named `name`; returns the pid of nestbox or of its parent, once the daemon runs.
+pid_t start_in_background(const std::vector<std::string>& args, bool rootless, bool via_parent,
+                          const std::string& name) {
     std::vector<std::string> argv = {binaries().nestbox};
-    for (const auto& a :
-         with_probe({"--", "/bin/sh", "-c", "/probe daemon " + name + "; sleep 30"})) {
-        argv.push_back(a);
-    }
+    argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv;
     cargv.reserve(argv.size() + 1);
     for (auto& a : argv)
         cargv.push_back(a.data());
     cargv.push_back(nullptr);
-    const pid_t parent = fork();
-    if (parent == 0) {
-        // nestbox's direct parent, which dies without warning once nestbox runs.
-        if (fork() == 0) {
-            if (rootless() && (setresgid(kTestUid, kTestUid, kTestUid) != 0 ||
-                               setresuid(kTestUid, kTestUid, kTestUid) != 0)) {
-                _exit(99);
-            }
-            execv(cargv[0], cargv.data());
-            _exit(98);
+    auto exec_nestbox = [&] {
+        if (rootless && (setresgid(kTestUid, kTestUid, kTestUid) != 0 ||
+                         setresuid(kTestUid, kTestUid, kTestUid) != 0)) {
+            _exit(99);
         }
-        (void)!write(ready[1], "x", 1);
+        const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        dup2(null, 1);
+        dup2(null, 2);
+        execv(cargv[0], cargv.data());
+        _exit(98);
+    };
+    const pid_t pid = fork();
+    if (pid == 0) {
+        if (!via_parent) exec_nestbox();
+        if (fork() == 0) exec_nestbox();  // nestbox's parent stays, to be killed by the test
         for (;;)
             pause();
     }
-    close(ready[1]);
-    char c;
-    ASSERT_EQ(read(ready[0], &c, 1), 1);
-    // Wait for the daemon to exist, then kill the parent.
-    for (int i = 0; i < 100 && processes_named(name).empty(); ++i)
+    for (int i = 0; i < 200 && processes_named(name).empty(); ++i)
         std::this_thread::sleep_for(20ms);
+    return pid;
+}
+
+std::vector<std::string> daemon_then_sleep(const std::string& name) {
+    return with_probe({"--", "/bin/sh", "-c", "/probe daemon " + name + "; sleep 30"});
+}
+
+bool gone_soon(const std::string& name) {
+    for (int i = 0; i < 150 && !processes_named(name).empty(); ++i)
+        std::this_thread::sleep_for(20ms);
+    return processes_named(name).empty();
+}
+
+TEST_P(Launcher, SandboxDiesWithTheLaunchersParent) {
+    const std::string name = unique_name("nbxp");
+    const pid_t parent = start_in_background(daemon_then_sleep(name), rootless(), true, name);
     ASSERT_FALSE(processes_named(name).empty()) << "the daemon never started";
     kill(parent, SIGKILL);
     waitpid(parent, nullptr, 0);
-    for (int i = 0; i < 100 && !processes_named(name).empty(); ++i)
-        std::this_thread::sleep_for(20ms);
-    EXPECT_TRUE(processes_named(name).empty());
+    EXPECT_TRUE(gone_soon(name));
+}
+
+// The sandbox's init changes uid, which makes the kernel forget its parent-death signal; killing
+// the launcher with SIGKILL (no chance to clean up) must still end the sandbox.
+TEST_P(Launcher, SandboxDiesWithAKilledLauncher) {
+    const std::string name = unique_name("nbxk");
+    const pid_t launcher = start_in_background(daemon_then_sleep(name), rootless(), false, name);
+    ASSERT_FALSE(processes_named(name).empty()) << "the daemon never started";
+    kill(launcher, SIGKILL);
+    waitpid(launcher, nullptr, 0);
+    EXPECT_TRUE(gone_soon(name));
 }
 
 // --- exit status ---------------------------------------------------------------------------
@@ -370,6 +410,27 @@ TEST_P(Launcher, ExitStatusIsTheCommands) {
     EXPECT_EQ(missing.exit_code, 127);
     EXPECT_NE(missing.err.find("no-such-command"), std::string::npos);
     EXPECT_EQ(run({"--", "/etc"}).exit_code, 126);
+}
+
+TEST_P(Launcher, SetupErrorsAreReportedWithTheirStep) {
+    RunResult r = run({"--bind", "/no/such/source", "/x", "--", "true"});
+    EXPECT_EQ(r.exit_code, 125);
+    const json::object* e = r.event("error");
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->at("step").as_string(), "mounts");
+    EXPECT_NE(std::string(e->at("message").as_string()).find("/no/such/source"), std::string::npos);
+    EXPECT_TRUE(r.err.empty() || r.err.find("warning") == std::string::npos);
+}
+
+TEST_P(Launcher, ADenyByDefaultProfileEndsTheCommandNotInit) {
+    TempDir dir;
+    const std::string profile = dir.path() + "/deny-all.json";
+    std::ofstream(profile) << R"({"defaultAction": "SCMP_ACT_KILL_PROCESS",
+                                 "syscalls": [{"names": ["execve"], "action": "SCMP_ACT_ALLOW"}]})";
+    chmod(profile.c_str(), 0644);
+    RunResult r = run({"--seccomp", profile, "--", "/bin/true"});
+    EXPECT_EQ(r.exit_code, 128 + SIGSYS) << r.err;
+    EXPECT_EQ(r.exited().at("signal").as_string(), "SIGSYS");
 }
 
 TEST_P(Launcher, StatusFdReportsStartAndExit) {
@@ -478,6 +539,26 @@ TEST_P(Limits, MemoryBombIsOomKilledAndReported) {
     EXPECT_TRUE(cgroups_of(r.pid).empty());
 }
 
+// Any signal that would end the launcher is caught: the sandbox ends and its cgroup is removed.
+TEST_P(Limits, SignalsToTheLauncherEndTheSandboxAndRemoveItsCgroup) {
+    for (int sig : {SIGTERM, SIGUSR1, SIGALRM}) {
+        const std::string name = unique_name("nbxs");
+        const pid_t launcher =
+            start_in_background(with_probe({"--memory", "64M", "--", "/bin/sh", "-c",
+                                            "/probe daemon " + name + "; sleep 30"}),
+                                rootless(), false, name);
+        ASSERT_FALSE(processes_named(name).empty()) << "the daemon never started";
+        ASSERT_FALSE(cgroups_of(launcher).empty());
+        kill(launcher, sig);
+        int status = 0;
+        waitpid(launcher, &status, 0);
+        EXPECT_TRUE(WIFEXITED(status))
+            << "signal " << sig << " killed the launcher before it cleaned up";
+        EXPECT_TRUE(gone_soon(name)) << sig;
+        EXPECT_TRUE(cgroups_of(launcher).empty()) << sig;
+    }
+}
+
 TEST_P(Limits, UsageIsReported) {
     RunResult r =
         run(with_probe({"--memory", "256M", "--pids", "64", "--", "/probe", "busy", "0.3"}));
@@ -502,10 +583,17 @@ TEST_P(Launcher, LimitsTheHostCannotEnforceAreErrorsUnlessBestEffort) {
     RunResult strict = run({"--memory", "64M", "--", "true"});
     EXPECT_EQ(strict.exit_code, 125);
     EXPECT_NE(strict.err.find("cgroup"), std::string::npos) << strict.err;
+    // With --status-fd the warning is in the exited event and stays out of the command's stderr;
+    // without it, stderr is the only place to say it.
     RunResult lax = run({"--memory", "64M", "--limits", "best-effort", "--", "true"});
     EXPECT_EQ(lax.exit_code, 0) << lax.err;
-    EXPECT_NE(lax.err.find("warning"), std::string::npos);
+    EXPECT_EQ(lax.err.find("warning"), std::string::npos) << lax.err;
     EXPECT_FALSE(lax.exited().at("warnings").as_array().empty());
+    RunOptions no_status;
+    no_status.status_fd = false;
+    RunResult plain = run({"--memory", "64M", "--limits", "best-effort", "--", "true"}, no_status);
+    EXPECT_EQ(plain.exit_code, 0) << plain.err;
+    EXPECT_NE(plain.err.find("warning"), std::string::npos);
 }
 
 // --- policy file --------------------------------------------------------------------------

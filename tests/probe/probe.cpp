@@ -189,6 +189,9 @@ int cmd_report(int argc, char** argv) {
     }
     w.end_object();
     w.field("no_new_privs", status_field(status, "NoNewPrivs"));
+    w.field("sig_ignored", status_field(status, "SigIgn"))
+        .field("sig_blocked", status_field(status, "SigBlk"));
+    w.field("init_cmdline", read_text("/proc/1/cmdline"));
     w.field("seccomp", status_field(status, "Seccomp"));
     w.field("securebits", prctl(PR_GET_SECUREBITS, 0, 0, 0, 0));
     w.field("dumpable", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0));

@@ -61,6 +61,15 @@ TEST(Options, ValuesMayLookLikeOptions) {
     EXPECT_EQ(r->invocation.command, std::vector<std::string>{"true"});
 }
 
+TEST(Options, SetenvAndUnsetenvApplyInOrder) {
+    auto r = parse(
+        {"--setenv", "A", "1", "--unsetenv", "A", "--unsetenv", "B", "--setenv", "B", "2", "true"});
+    ASSERT_TRUE(r);
+    const auto& p = r->invocation.policy;
+    EXPECT_EQ(p.setenv, (std::vector<std::pair<std::string, std::string>>{{"B", "2"}}));
+    EXPECT_EQ(p.unsetenv, std::vector<std::string>{"A"});
+}
+
 TEST(Options, BadInputNamesTheOptionAndTheValue) {
     struct Case {
         std::vector<std::string> args;
@@ -76,7 +85,7 @@ TEST(Options, BadInputNamesTheOptionAndTheValue) {
              {{"--cpu", "-5", "ls"}, "--cpu"},
              {{"--limits", "sometimes", "ls"}, "sometimes"},
              {{"--timeout", "soon", "ls"}, "soon"},
-             {{"--status-fd", "-1", "ls"}, "--status-fd"},
+             {{"--status-fd", "-1", "ls"}, "--status-fd: must be a file descriptor"},
              {{"--bind=/a", "ls"}, "--bind"},
          }) {
         auto r = parse(c.args);

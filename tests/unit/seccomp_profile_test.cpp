@@ -140,13 +140,17 @@ TEST(Profile, DockerConditionsAreEvaluatedForACapabilityFreeNativeSandbox) {
           {"names": ["gettid"], "action": "SCMP_ACT_ALLOW", "includes": {"arches": ["amd64"]}},
           {"names": ["getppid"], "action": "SCMP_ACT_ALLOW", "excludes": {"arches": ["amd64"]}},
           {"names": ["getuid"], "action": "SCMP_ACT_ALLOW", "includes": {"minKernel": "99.0"}},
+          {"names": ["getgid"], "action": "SCMP_ACT_ALLOW", "excludes": {"minKernel": "4.0"}},
+          {"names": ["geteuid"], "action": "SCMP_ACT_ALLOW", "includes": {"arches": ["SCMP_ARCH_X86_64"]}},
+          {"names": ["getegid"], "action": "SCMP_ACT_ALLOW", "excludes": {"caps": ["CAP_SYS_ADMIN"]}},
           {"names": ["no_such_syscall_xyz"], "action": "SCMP_ACT_ALLOW"}
         ]})");
     ASSERT_TRUE(p) << p.error().message();
     std::vector<std::string> kept;
     for (const auto& r : p->rules)
         kept.push_back(r.names.front());
-    EXPECT_EQ(kept, (std::vector<std::string>{"getpid", "gettid", "no_such_syscall_xyz"}));
+    EXPECT_EQ(kept, (std::vector<std::string>{"getpid", "gettid", "geteuid", "getegid",
+                                              "no_such_syscall_xyz"}));
     auto program = compile_seccomp_profile(*p);
     ASSERT_TRUE(program) << program.error().message();  // unknown names in allow rules are skipped
     EXPECT_EQ(p->default_action, SCMP_ACT_ERRNO(1));
