@@ -18,11 +18,6 @@ namespace {
 
 constexpr std::size_t kMaxWalk = 20000;
 
-UniqueFd open_dir_beneath(const Agent& agent, const std::string& rel) {
-    UniqueFd root = open_workspace(agent);
-    return root ? open_beneath(root.get(), rel, O_RDONLY | O_DIRECTORY) : UniqueFd();
-}
-
 // libmagic handles are not thread-safe: one per thread, loaded on first use.
 std::string mime_type_of(int fd) {
     struct MagicDeleter {
@@ -47,8 +42,9 @@ std::string mime_type_of(int fd) {
 ArtifactSnapshot ArtifactSnapshot::take(const Agent& agent, const std::string& dir) {
     ArtifactSnapshot snap;
     snap.dir_ = dir;
+    UniqueFd root = open_workspace(agent);
     const FsIdentity as_agent(agent.uid, agent.gid);
-    UniqueFd top = open_dir_beneath(agent, dir);
+    UniqueFd top = root ? open_beneath(root.get(), dir, O_RDONLY | O_DIRECTORY) : UniqueFd();
     if (!top) return snap;  // no such directory yet: everything in it later is new
     std::function<void(int, const std::string&, int)> walk =
         [&](int dirfd, const std::string& prefix, int depth) {
@@ -79,8 +75,9 @@ ArtifactSnapshot ArtifactSnapshot::take(const Agent& agent, const std::string& d
 std::vector<Artifact> ArtifactSnapshot::changed_since(const ArtifactSnapshot& before,
                                                       const Agent& agent) const {
     std::vector<Artifact> out;
+    UniqueFd root = open_workspace(agent);
     const FsIdentity as_agent(agent.uid, agent.gid);
-    UniqueFd top = open_dir_beneath(agent, dir_);
+    UniqueFd top = root ? open_beneath(root.get(), dir_, O_RDONLY | O_DIRECTORY) : UniqueFd();
     for (const auto& [rel, stamp] : files_) {
         if (out.size() >= kMaxArtifacts) break;
         if (auto it = before.files_.find(rel); it != before.files_.end() && it->second == stamp)

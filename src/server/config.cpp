@@ -122,6 +122,8 @@ Result<ParsedConfig> parse_config(int argc, const char* const* argv) {
     std::string redact_file;
     std::uint64_t memory_default = c.memory_mb.fallback, memory_max = c.memory_mb.max;
     bool version = false;
+    // Like most daemons: a flag given twice (say, in a unit file and again by hand) takes the last.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
     app.add_option("--listen", listen, "HOST:PORT or unix:PATH")
         ->envname("NESTBOX_LISTEN")

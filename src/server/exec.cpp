@@ -362,16 +362,18 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& sin
     ExecResult result;
     if (report.exited) {
         result = *report.exited;
-    } else if (report.error ||
-               (WIFEXITED(launcher_status) && WEXITSTATUS(launcher_status) == 125)) {
-        co_return ApiError{
-            http::status::internal_server_error, "sandbox_failed",
-            "the sandbox could not be set up: " + report.error.value_or("the launcher failed")};
-    } else {
-        // The launcher itself was killed (only the watchdog or a disconnect does that).
+    } else if (watchdog_fired) {
+        // The launcher missed its own deadline and was killed: report the timeout it was for.
         result.exit_code = 128 + SIGKILL;
         result.signal = "SIGKILL";
-        result.timed_out = watchdog_fired;
+        result.timed_out = true;
+    } else {
+        // No report at all: whatever ran, it was not a sandbox we can vouch for. Fail closed.
+        co_return ApiError{
+            http::status::internal_server_error, "sandbox_failed",
+            "the sandbox could not be set up: " +
+                report.error.value_or("the launcher ended without a report (wait status " +
+                                      std::to_string(launcher_status) + ")")};
     }
     result.stdout_truncated = out_stream.truncated();
     result.stderr_truncated = err_stream.truncated();

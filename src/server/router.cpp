@@ -1,4 +1,5 @@
 // The native API's routes and their handlers: parse (400 naming the field), act, answer.
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <string_view>
 
@@ -62,7 +63,7 @@ asio::awaitable<void> exec_stream(App& app, Exchange& ex) {
     auto req = parse_exec_request(ex.req.body());
     if (!req) co_return (void) co_await ex.fail(req.error());
     ex.agent = req->agent_id;
-    NdjsonSink sink(ex, req->agent_id);
+    NdjsonSink sink(ex, req->agent_id, co_await asio::this_coro::executor);
     auto result = co_await app.executor.run(std::move(*req), sink, ex.out, true);
     if (!result) {
         // Errors come before the command starts, so the 200 is not committed yet.

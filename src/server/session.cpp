@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
@@ -16,9 +17,12 @@ namespace {
 
 using asio::use_awaitable;
 using namespace std::chrono_literals;
+using namespace asio::experimental::awaitable_operators;
 
 constexpr std::size_t kHeaderLimit = 16 << 10;
 constexpr auto kWriteTimeout = 60s;  // a client that stops reading is dropped
+constexpr auto kLinger = 2s;
+constexpr std::size_t kMaxLingerBytes = 256 << 20;
 
 template <class Protocol>
 class StreamResponder final : public Responder {
@@ -80,15 +84,57 @@ class StreamResponder final : public Responder {
 };
 
 template <class Protocol>
-asio::awaitable<void> reply_and_close(beast::basic_stream<Protocol>& stream, http::status status,
-                                      const ApiError& e) {
-    Response res{status, 11};
+asio::awaitable<void> reply_and_close(beast::basic_stream<Protocol>& stream, const ApiError& e) {
+    Response res{e.status, 11};
     res.set(http::field::content_type, "application/json");
     res.keep_alive(false);
     res.body() = e.body();
     res.prepare_payload();
     stream.expires_after(5s);
     (void)co_await http::async_write(stream, res, asio::as_tuple(use_awaitable));
+    // A client still sending (an oversized body, say) would get a reset instead of our answer if
+    // we closed with its data unread: stop sending, then drain for a moment (bounded) first.
+    beast::error_code ignored;
+    stream.socket().shutdown(Protocol::socket::shutdown_send, ignored);
+    std::vector<char> sink(64 << 10);
+    stream.expires_after(kLinger);
+    for (std::size_t drained = 0; drained < kMaxLingerBytes;) {
+        auto [ec, n] =
+            co_await stream.async_read_some(asio::buffer(sink), asio::as_tuple(use_awaitable));
+        if (ec) break;
+        drained += n;
+    }
+}
+
+// Reads with a deadline that, unlike basic_stream's expiry, cancels the read without closing the
+// socket, so a slow client can still be told 408. Both branches finish before this returns.
+template <class Protocol, class Read>
+asio::awaitable<std::pair<beast::error_code, bool>> read_within(
+    beast::basic_stream<Protocol>& stream, std::chrono::seconds limit, Read read) {
+    asio::steady_timer timer(stream.get_executor());
+    bool timed_out = false;
+    auto deadline = [&]() -> asio::awaitable<void> {
+        timer.expires_after(limit);
+        auto [ec] = co_await timer.async_wait(asio::as_tuple(use_awaitable));
+        if (ec) co_return;
+        timed_out = true;
+        beast::error_code ignored;
+        stream.socket().cancel(ignored);
+    };
+    auto attempt = [&]() -> asio::awaitable<beast::error_code> {
+        auto [ec, n] = co_await read();
+        timer.cancel();
+        co_return ec;
+    };
+    auto result = co_await (attempt() || deadline());
+    beast::error_code ec = result.index() == 0 ? std::get<0>(result)
+                                               : beast::error_code(asio::error::operation_aborted);
+    co_return std::pair(ec, timed_out);
+}
+
+ApiError too_large(std::uint64_t limit) {
+    return {http::status::payload_too_large, "body_too_large",
+            "the body is larger than " + std::to_string(limit) + " bytes"};
 }
 
 template <class Protocol>
@@ -99,61 +145,51 @@ asio::awaitable<void> serve(App& app, typename Protocol::socket socket) {
         http::request_parser<http::string_body> parser;
         parser.header_limit(kHeaderLimit);
         parser.body_limit(app.config.max_body_bytes);
-        stream.expires_after(app.config.header_timeout);
-        auto [ec, n] =
-            co_await http::async_read_header(stream, buffer, parser, asio::as_tuple(use_awaitable));
+        auto [ec, header_late] = co_await read_within(stream, app.config.header_timeout, [&] {
+            return http::async_read_header(stream, buffer, parser, asio::as_tuple(use_awaitable));
+        });
+        if (header_late) {
+            // An idle keep-alive connection just closes; a half-sent request hears why.
+            if (parser.got_some() || buffer.size() > 0) {
+                co_await reply_and_close(stream, {http::status::request_timeout, "request_timeout",
+                                                  "the request headers took too long"});
+            }
+            break;
+        }
         if (ec == http::error::end_of_stream || ec == asio::error::eof ||
             ec == asio::error::connection_reset)
             break;
-        if (ec == beast::error::timeout) {
-            // An idle keep-alive connection just closes; a half-sent request hears why.
-            if (parser.got_some() || buffer.size() > 0) {
-                co_await reply_and_close(stream, http::status::request_timeout,
-                                         {http::status::request_timeout, "request_timeout",
-                                          "the request headers took too long"});
-            }
+        if (ec == http::error::body_limit) {  // a Content-Length past the limit, seen in the header
+            co_await reply_and_close(stream, too_large(app.config.max_body_bytes));
             break;
         }
         if (ec) {
             const bool too_big = ec == http::error::header_limit;
-            co_await reply_and_close(
-                stream,
-                too_big ? http::status::request_header_fields_too_large : http::status::bad_request,
-                {http::status::bad_request, too_big ? "headers_too_large" : "bad_request",
-                 ec.message()});
+            co_await reply_and_close(stream,
+                                     {too_big ? http::status::request_header_fields_too_large
+                                              : http::status::bad_request,
+                                      too_big ? "headers_too_large" : "bad_request", ec.message()});
             break;
         }
-        const auto& header = parser.get();
-        if (const auto length = parser.content_length();
-            length && *length > app.config.max_body_bytes) {
-            co_await reply_and_close(stream, http::status::payload_too_large,
-                                     {http::status::payload_too_large, "body_too_large",
-                                      "the body is larger than " +
-                                          std::to_string(app.config.max_body_bytes) + " bytes"});
-            break;
-        }
-        if (beast::iequals(header[http::field::expect], "100-continue")) {
-            http::response<http::empty_body> go{http::status::continue_, header.version()};
+        if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+            http::response<http::empty_body> go{http::status::continue_, parser.get().version()};
+            stream.expires_after(kWriteTimeout);
             (void)co_await http::async_write(stream, go, asio::as_tuple(use_awaitable));
+            stream.expires_never();
         }
-        stream.expires_after(app.config.body_timeout);
-        auto [ec2, n2] =
-            co_await http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
-        if (ec2 == http::error::body_limit) {
-            co_await reply_and_close(stream, http::status::payload_too_large,
-                                     {http::status::payload_too_large, "body_too_large",
-                                      "the body is larger than " +
-                                          std::to_string(app.config.max_body_bytes) + " bytes"});
+        auto [ec2, body_late] = co_await read_within(stream, app.config.body_timeout, [&] {
+            return http::async_read(stream, buffer, parser, asio::as_tuple(use_awaitable));
+        });
+        if (body_late) {
+            co_await reply_and_close(stream, {http::status::request_timeout, "request_timeout",
+                                              "the request body took too long"});
             break;
         }
-        if (ec2 == beast::error::timeout) {
-            co_await reply_and_close(stream, http::status::request_timeout,
-                                     {http::status::request_timeout, "request_timeout",
-                                      "the request body took too long"});
+        if (ec2 == http::error::body_limit) {
+            co_await reply_and_close(stream, too_large(app.config.max_body_bytes));
             break;
         }
         if (ec2) break;
-        stream.expires_never();
 
         Request req = parser.release();
         StreamResponder<Protocol> responder(stream);
@@ -166,6 +202,7 @@ asio::awaitable<void> serve(App& app, typename Protocol::socket socket) {
         app.metrics.request(ex.route, std::string(http::to_string(req.method())), ex.status);
         log_request({std::string(http::to_string(req.method())), std::string(req.target()),
                      ex.status, ms, ex.agent});
+        stream.expires_never();
         if (!responder.ok() || !req.keep_alive() || app.shutting_down.load()) break;
     }
     beast::error_code ignored;

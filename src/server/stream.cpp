@@ -1,5 +1,8 @@
 #include "src/server/stream.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include "src/core/json_writer.hpp"
 
 namespace nestbox::server {
@@ -27,9 +30,28 @@ std::string CollectingSink::response_body(const ExecResult& r) const {
     return w.take();
 }
 
+asio::awaitable<bool> NdjsonSink::send(std::string lines) {
+    queue_ += lines;
+    while (writing_) {
+        if (queue_.size() <= kBacklog) co_return alive_;  // the writer will take it
+        drained_.expires_at(asio::steady_timer::time_point::max());
+        (void)co_await drained_.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    writing_ = true;
+    while (!queue_.empty() && alive_) {
+        alive_ = co_await ex_.out.chunk(std::exchange(queue_, {}));
+        drained_.cancel();
+    }
+    if (!alive_) queue_.clear();
+    writing_ = false;
+    drained_.cancel();
+    co_return alive_;
+}
+
 asio::awaitable<bool> NdjsonSink::started(pid_t pid) {
-    if (started_) co_return alive_;
-    started_ = true;
+    if (state_ != State::Pending) co_return alive_;
+    // Output that arrives while the header is written still queues behind the start event.
+    state_ = State::Starting;
     http::response<http::empty_body> header{http::status::ok, ex_.req.version()};
     header.set(http::field::content_type, "application/x-ndjson");
     header.set(http::field::cache_control, "no-store");
@@ -42,31 +64,26 @@ asio::awaitable<bool> NdjsonSink::started(pid_t pid) {
         .field("agent_id", agent_)
         .field("pid", static_cast<std::int64_t>(pid))
         .end_object();
-    std::string line = w.take() + "\n";
-    for (const std::string& early : early_)
-        line += early;
-    early_.clear();
-    if (alive_) alive_ = co_await ex_.out.chunk(line);
-    co_return alive_;
+    std::string lines = w.take() + "\n" + std::exchange(early_, {});
+    state_ = State::Streaming;
+    co_return co_await send(std::move(lines));
 }
 
 asio::awaitable<bool> NdjsonSink::output(StreamId which, std::string data) {
-    if (!started_) {
-        early_.push_back(output_event(which, data));
+    if (state_ != State::Streaming) {
+        early_ += output_event(which, data);
         co_return true;
     }
-    if (alive_) alive_ = co_await ex_.out.chunk(output_event(which, data));
-    co_return alive_;
+    co_return co_await send(output_event(which, data));
 }
 
 asio::awaitable<void> NdjsonSink::finish(const ExecResult& r) {
-    if (!started_) (void)co_await started(0);
-    if (!alive_) co_return;
+    if (state_ == State::Pending) (void)co_await started(0);
     JsonWriter w;
     w.begin_object().field("type", "exit");
     r.write_fields(w);
     w.end_object();
-    if (co_await ex_.out.chunk(w.take() + "\n")) (void)co_await ex_.out.finish_chunked();
+    if (co_await send(w.take() + "\n")) (void)co_await ex_.out.finish_chunked();
 }
 
 }  // namespace nestbox::server

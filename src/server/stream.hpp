@@ -13,6 +13,8 @@
 #include "src/server/exec.hpp"
 #include "src/server/http.hpp"
 
+#include <boost/asio/steady_timer.hpp>
+
 namespace nestbox::server {
 
 class CollectingSink final : public ExecSink {
@@ -29,22 +31,33 @@ class CollectingSink final : public ExecSink {
     std::string stderr_;
 };
 
+// stdout and stderr are pumped concurrently, but a socket takes one write at a time: events are
+// queued, and whichever pump finds no write in flight sends the whole queue as one chunk. A pump
+// waits while the queue is large, so a slow client slows the command instead of growing memory.
 class NdjsonSink final : public ExecSink {
   public:
-    NdjsonSink(Exchange& ex, std::string agent) : ex_(ex), agent_(std::move(agent)) {}
+    NdjsonSink(Exchange& ex, std::string agent, const asio::any_io_executor& executor)
+        : ex_(ex), agent_(std::move(agent)), drained_(executor) {}
 
     asio::awaitable<bool> started(pid_t pid) override;
     asio::awaitable<bool> output(StreamId which, std::string data) override;
     // The exit event and the end of the chunked body.
     asio::awaitable<void> finish(const ExecResult& r);
-    bool committed() const { return started_; }
+    bool committed() const { return state_ != State::Pending; }
 
   private:
+    enum class State { Pending, Starting, Streaming };
+    asio::awaitable<bool> send(std::string lines);
+
+    static constexpr std::size_t kBacklog = 256 << 10;
     Exchange& ex_;
     std::string agent_;
-    bool started_ = false;
+    State state_ = State::Pending;
     bool alive_ = true;
-    std::vector<std::string> early_;  // output read before the started event, in order
+    bool writing_ = false;
+    std::string queue_;           // events waiting for the write in flight
+    std::string early_;           // output read before the started event, in order
+    asio::steady_timer drained_;  // cancelled after each write: wakes waiting pumps
 };
 
 }  // namespace nestbox::server

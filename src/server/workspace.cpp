@@ -116,6 +116,8 @@ UniqueFd open_beneath(int root, const std::string& rel, std::uint64_t flags) {
         ::syscall(SYS_openat2, root, rel.empty() ? "." : rel.c_str(), &how, sizeof how)));
 }
 
+// Opened as the server (root), before the thread takes the agent's fsuid: the directories above
+// the workspace root are the operator's and need not be searchable by agents.
 UniqueFd open_workspace(const Agent& agent) {
     return UniqueFd(
         ::open(agent.workspace.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -212,9 +214,9 @@ Parsed<FileContent> Workspaces::read(const Agent& agent, const std::string& path
                                      std::optional<Encoding> encoding) const {
     auto rel = check_path(path, false);
     if (!rel) return rel.error();
-    const FsIdentity as_agent(agent.uid, agent.gid);
     auto t = target_for(agent, shared_, *rel);
     if (!t) return t.error();
+    const FsIdentity as_agent(agent.uid, agent.gid);
     // O_NONBLOCK: opening a FIFO planted in the workspace must not hang the server.
     auto fd = open_checked(t->root.get(), t->rel, O_RDONLY | O_NONBLOCK, path);
     if (!fd) return fd.error();
@@ -251,9 +253,9 @@ Parsed<std::uint64_t> Workspaces::write(const Agent& agent, const std::string& p
                                         const std::string& content, unsigned mode) const {
     auto rel = check_path(path, false);
     if (!rel) return rel.error();
-    const FsIdentity as_agent(agent.uid, agent.gid);
     auto t = target_for(agent, shared_, *rel);
     if (!t) return t.error();
+    const FsIdentity as_agent(agent.uid, agent.gid);
     if (t->shared)
         return ApiError{http::status::forbidden, "read_only",
                         "'" + path + "' is in a read-only shared directory"};
@@ -275,7 +277,6 @@ Parsed<Listing> Workspaces::list(const Agent& agent, const std::string& path,
                                  bool recursive) const {
     auto rel = check_path(path, true);
     if (!rel) return rel.error();
-    const FsIdentity as_agent(agent.uid, agent.gid);
     Listing out;
     if (rel->empty()) {
         // The root also shows the shared prefixes, as the directories they appear to be.
@@ -284,6 +285,7 @@ Parsed<Listing> Workspaces::list(const Agent& agent, const std::string& path,
     }
     auto t = target_for(agent, shared_, *rel);
     if (!t) return t.error();
+    const FsIdentity as_agent(agent.uid, agent.gid);
     auto top = open_checked(t->root.get(), t->rel, O_RDONLY | O_DIRECTORY, path);
     if (!top) {
         if (top.error().status == http::status::not_found) {
@@ -330,9 +332,9 @@ Parsed<Listing> Workspaces::list(const Agent& agent, const std::string& path,
 Parsed<void> Workspaces::remove(const Agent& agent, const std::string& path, bool recursive) const {
     auto rel = check_path(path, false);
     if (!rel) return rel.error();
-    const FsIdentity as_agent(agent.uid, agent.gid);
     auto t = target_for(agent, shared_, *rel);
     if (!t) return t.error();
+    const FsIdentity as_agent(agent.uid, agent.gid);
     if (t->shared)
         return ApiError{http::status::forbidden, "read_only",
                         "'" + path + "' is in a read-only shared directory"};
@@ -366,9 +368,9 @@ Parsed<std::string> Workspaces::dir_or_absent(const Agent& agent, const std::str
         e.message = field + ": " + e.message;
         return e;
     }
-    const FsIdentity as_agent(agent.uid, agent.gid);
     UniqueFd root = open_workspace(agent);
     if (!root) return ApiError::internal("the workspace of " + agent.id + " is unavailable");
+    const FsIdentity as_agent(agent.uid, agent.gid);
     UniqueFd dir = open_beneath(root.get(), *rel, O_PATH | O_DIRECTORY);
     if (dir || errno == ENOENT) return *rel;
     if (errno == ENOTDIR)
@@ -379,9 +381,9 @@ Parsed<std::string> Workspaces::dir_or_absent(const Agent& agent, const std::str
 }
 
 Parsed<void> Workspaces::make_dir(const Agent& agent, const std::string& rel) const {
-    const FsIdentity as_agent(agent.uid, agent.gid);
     UniqueFd root = open_workspace(agent);
     if (!root) return ApiError::internal("the workspace of " + agent.id + " is unavailable");
+    const FsIdentity as_agent(agent.uid, agent.gid);
     auto dir = make_parents(root.get(), rel, rel);
     if (!dir) return dir.error();
     return {};

@@ -1,0 +1,221 @@
+#include "tests/integration/server_harness.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "tests/integration/harness.hpp"
+
+namespace nestbox::test {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+boost::json::value HttpResponse::json() const {
+    boost::system::error_code ec;
+    auto v = boost::json::parse(body, ec);
+    if (ec)
+        throw std::runtime_error("response is not JSON (status " + std::to_string(status) +
+                                 "): " + body);
+    return v;
+}
+
+std::string HttpResponse::error_code() const {
+    boost::system::error_code ec;
+    auto v = boost::json::parse(body, ec);
+    if (ec || !v.is_object()) return "";
+    const auto* e = v.as_object().if_contains("error");
+    if (e == nullptr || !e->is_object()) return "";
+    const auto* c = e->as_object().if_contains("code");
+    return c != nullptr && c->is_string() ? std::string(c->as_string()) : "";
+}
+
+std::uint16_t free_port() {
+    const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    bind(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    getsockname(s, reinterpret_cast<sockaddr*>(&addr), &len);
+    close(s);
+    return ntohs(addr.sin_port);
+}
+
+Server::Server(std::vector<std::string> args, bool wait_ready) : args_(std::move(args)) {
+    char tmpl[] = "/tmp/nestboxd-test-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    root_ = dir_ + "/workspaces";
+    port_ = free_port();
+    start(wait_ready);
+}
+
+Server::~Server() {
+    if (running()) stop();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+}
+
+void Server::start(bool wait_ready) {
+    const char* server = std::getenv("NESTBOXD");
+    if (server == nullptr) throw std::runtime_error("NESTBOXD must name the server under test");
+    std::vector<std::string> argv = {server,
+                                     "--listen",
+                                     "127.0.0.1:" + std::to_string(port_),
+                                     "--workspace-root",
+                                     root_,
+                                     "--launcher",
+                                     binaries().nestbox};
+    argv.insert(argv.end(), args_.begin(), args_.end());
+    std::vector<char*> cargv;
+    cargv.reserve(argv.size() + 1);
+    for (auto& a : argv)
+        cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    const std::string log_path = dir_ + "/server.log";
+    pid_ = fork();
+    if (pid_ == 0) {
+        const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        dup2(log, 2);
+        const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        dup2(null, 0);
+        dup2(null, 1);
+        execv(cargv[0], cargv.data());
+        _exit(97);
+    }
+    if (!wait_ready) return;
+    for (int i = 0; i < 400; ++i) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = 0;
+            throw std::runtime_error("nestboxd exited at start-up: " + log());
+        }
+        const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port_);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+        close(fd);
+        if (up) return;
+        std::this_thread::sleep_for(25ms);
+    }
+    throw std::runtime_error("nestboxd did not start listening: " + log());
+}
+
+bool Server::running() const {
+    return pid_ > 0;
+}
+
+void Server::stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    wait_exit();
+}
+
+void Server::kill_hard() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    wait_exit();
+}
+
+int Server::wait_exit() {
+    int status = 0;
+    if (pid_ > 0) waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return status;
+}
+
+void Server::restart() {
+    if (running()) stop();
+    start(true);
+}
+
+std::string Server::log() const {
+    std::ifstream in(dir_ + "/server.log");
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+int Server::connect() const {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port_);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+HttpResponse Server::request(const std::string& method, const std::string& target,
+                             const std::string& body,
+                             const std::map<std::string, std::string>& headers) const {
+    asio::io_context ioc;
+    beast::tcp_stream stream(ioc);
+    stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_));
+    stream.expires_after(120s);
+    http::request<http::string_body> req{http::string_to_verb(method), target, 11};
+    req.set(http::field::host, "127.0.0.1");
+    for (const auto& [k, v] : headers)
+        req.set(k, v);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(1ULL << 30);
+    http::read(stream, buffer, parser);
+    HttpResponse out;
+    out.status = static_cast<int>(parser.get().result_int());
+    for (const auto& f : parser.get()) {
+        std::string name(f.name_string());
+        for (char& c : name)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        out.headers[name] = std::string(f.value());
+    }
+    out.body = parser.get().body();
+    beast::error_code ec;
+    stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+    return out;
+}
+
+HttpResponse Server::post(const std::string& target, const boost::json::value& body,
+                          const std::map<std::string, std::string>& headers) const {
+    return request("POST", target, boost::json::serialize(body), headers);
+}
+
+boost::json::object exec(const Server& s, const std::string& agent, const std::string& command,
+                         boost::json::object extra) {
+    extra["agent_id"] = agent;
+    extra["command"] = command;
+    HttpResponse r = s.post("/exec", extra);
+    if (r.status != 200)
+        throw std::runtime_error("/exec answered " + std::to_string(r.status) + ": " + r.body);
+    return r.json().as_object();
+}
+
+}  // namespace nestbox::test

@@ -1,0 +1,653 @@
+// nestboxd over HTTP, against a real server on loopback: every endpoint, every error status, and
+// the attacks the contract promises to contain (another agent's files, symlinks, slow and
+// vanishing clients, oversized bodies, races).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "src/core/base64.hpp"
+#include "tests/integration/harness.hpp"
+#include "tests/integration/server_harness.hpp"
+
+namespace nestbox::test {
+namespace {
+
+namespace json = boost::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+class ServerTest : public testing::Test {
+  protected:
+    void SetUp() override {
+        if (!is_root()) GTEST_SKIP() << "nestboxd runs as root";
+    }
+};
+
+// One server for the tests that do not need their own configuration.
+Server& shared_server() {
+    static Server s({"--max-concurrent", "8"});
+    return s;
+}
+
+std::string out_of(const json::object& r) {
+    return std::string(r.at("stdout").as_string());
+}
+
+std::string read_all(int fd, std::chrono::milliseconds limit = 10s) {
+    std::string out;
+    timeval tv{static_cast<long>(limit.count() / 1000),
+               static_cast<long>(limit.count() % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = read(fd, buf, sizeof buf)) > 0)
+        out.append(buf, static_cast<std::size_t>(n));
+    return out;
+}
+
+// --- /healthz, /metrics, routing ---------------------------------------------------------------
+
+TEST_F(ServerTest, HealthzReportsTheIsolationThisHostGives) {
+    HttpResponse r = shared_server().get("/healthz");
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json::value parsed = r.json();
+    const json::object& h = parsed.as_object();
+    EXPECT_EQ(h.at("status").as_string(), "ok");
+    const json::object& iso = h.at("isolation").as_object();
+    // This machine's memory, cpu and pids controllers are on cgroup v1.
+    EXPECT_EQ(iso.at("cgroup").as_string(), "v1");
+    EXPECT_TRUE(iso.at("seccomp").as_bool());
+    EXPECT_EQ(iso.at("namespaces").as_array().size(), 6u);
+    bool warns_no_token = false;
+    for (const auto& w : h.at("warnings").as_array())
+        warns_no_token |= std::string(w.as_string()).find("no token") != std::string::npos;
+    EXPECT_TRUE(warns_no_token);
+}
+
+TEST_F(ServerTest, UnknownPathsAre404AndWrongMethods405) {
+    EXPECT_EQ(shared_server().get("/nope").status, 404);
+    EXPECT_EQ(shared_server().get("/nope").error_code(), "not_found");
+    HttpResponse r = shared_server().get("/exec");
+    EXPECT_EQ(r.status, 405);
+    EXPECT_EQ(r.headers["allow"], "POST");
+    EXPECT_EQ(shared_server().request("DELETE", "/healthz").status, 405);
+}
+
+TEST_F(ServerTest, MetricsCountRequestsAndExecs) {
+    exec(shared_server(), "metrics-agent", "true");
+    HttpResponse r = shared_server().get("/metrics");
+    ASSERT_EQ(r.status, 200);
+    EXPECT_EQ(r.headers["content-type"].rfind("text/plain", 0), 0u);
+    for (const char* series :
+         {"nestboxd_requests_total{route=\"/exec\",method=\"POST\",status=\"200\"}",
+          "nestboxd_exec_total", "nestboxd_exec_duration_seconds_bucket",
+          "nestboxd_active_sandboxes", "nestboxd_exec_timeouts_total", "nestboxd_oom_kills_total",
+          "nestboxd_output_truncations_total"}) {
+        EXPECT_NE(r.body.find(series), std::string::npos) << series;
+    }
+}
+
+// --- /exec -------------------------------------------------------------------------------------
+
+TEST_F(ServerTest, ExecRunsACommandAndReportsEverything) {
+    const json::object r = exec(shared_server(), "exec-agent", "echo out; echo err >&2; exit 3");
+    EXPECT_EQ(out_of(r), "out\n");
+    EXPECT_EQ(r.at("stderr").as_string(), "err\n");
+    EXPECT_EQ(r.at("exit_code").as_int64(), 3);
+    EXPECT_TRUE(r.at("signal").is_null());
+    EXPECT_FALSE(r.at("timed_out").as_bool());
+    EXPECT_FALSE(r.at("oom_killed").as_bool());
+    EXPECT_TRUE(r.at("usage").as_object().contains("cpu_ms"));
+    EXPECT_TRUE(r.at("duration_ms").is_int64() || r.at("duration_ms").is_uint64());
+}
+
+TEST_F(ServerTest, ExecTakesArgvStdinCwdAndFiles) {
+    json::object r = exec(shared_server(), "io-agent", "cat; python3 main.py; pwd",
+                          {{"stdin", "from stdin\n"},
+                           {"cwd", "proj/src"},
+                           {"files", {{"proj/src/main.py", "print(6*7)\n"}}}});
+    EXPECT_EQ(out_of(r), "from stdin\n42\n/workspace/proj/src\n") << r.at("stderr").as_string();
+    HttpResponse a = shared_server().post(
+        "/exec", {{"agent_id", "io-agent"}, {"argv", {"printf", "%s|", "a b", "$HOME"}}});
+    ASSERT_EQ(a.status, 200) << a.body;
+    EXPECT_EQ(a.json().at("stdout").as_string(), "a b|$HOME|");  // no shell: nothing expanded
+}
+
+TEST_F(ServerTest, TheEnvironmentIsCleanAndTheAgentsOwn) {
+    const json::object r =
+        exec(shared_server(), "env-agent", "env | sort",
+             {{"env", {{"GREETING", "hi"}}}, {"secret_env", {{"TOKEN", "s3cr3t-value"}}}});
+    const std::string env = out_of(r);
+    EXPECT_NE(env.find("AGENT_ID=env-agent\n"), std::string::npos) << env;
+    EXPECT_NE(env.find("HOME=/workspace\n"), std::string::npos);
+    EXPECT_NE(env.find("GREETING=hi\n"), std::string::npos);
+    EXPECT_NE(env.find("TOKEN=[REDACTED]\n"),
+              std::string::npos);  // present, and redacted on the way out
+    EXPECT_EQ(env.find("NESTBOXD"), std::string::npos)
+        << "the server's environment leaked: " << env;
+}
+
+TEST_F(ServerTest, AgentIdMayComeFromEnvForToolboxClients) {
+    HttpResponse r = shared_server().post(
+        "/exec", {{"command", "echo $AGENT_ID"}, {"env", {{"AGENT_ID", "toolbox-agent"}}}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.json().at("stdout").as_string(), "toolbox-agent\n");
+}
+
+TEST_F(ServerTest, BadExecRequestsAre400NamingTheFieldAndRunNothing) {
+    struct Case {
+        std::string body;
+        std::string mentions;
+    };
+    const std::vector<Case> cases = {
+        {R"({"command":"true"})", "agent_id"},
+        {R"({"agent_id":"..","command":"true"})", "agent_id"},
+        {R"({"agent_id":".hidden","command":"true"})", "agent_id"},
+        {R"({"agent_id":"a/b","command":"true"})", "agent_id"},
+        {R"({"agent_id":")" + std::string(129, 'a') + R"(","command":"true"})", "agent_id"},
+        {R"({"agent_id":"bad-req"})", "command and argv"},
+        {R"({"agent_id":"bad-req","command":"true","argv":["true"]})", "command and argv"},
+        {R"({"agent_id":"bad-req","command":5})", "command"},
+        {R"({"agent_id":"bad-req","command":"true","timeout_sec":"soon"})", "timeout_sec"},
+        {R"({"agent_id":"bad-req","command":"true","timeout_sec":-1})", "timeout_sec"},
+        {R"({"agent_id":"bad-req","command":"true","max_output_bytes":0})", "max_output_bytes"},
+        {R"({"agent_id":"bad-req","command":"true","cgroup":{"memory_mb":"lots"}})",
+         "cgroup.memory_mb"},
+        {R"({"agent_id":"bad-req","command":"true","cgroup":{"max_pids":1}})", "cgroup.max_pids"},
+        {R"({"agent_id":"bad-req","command":"true","env":{"A=B":"x"}})", "env"},
+        {R"({"agent_id":"bad-req","command":"true","env":{"A":1}})", "env.A"},
+        {R"({"agent_id":"bad-req","command":"true","files":{"../escape":"x"}})", "escape"},
+        {R"({"agent_id":"bad-req","command":"tr\u0000ue"})", "NUL"},
+        {R"({"agent_id":"bad-req","command":"true")", "JSON"},
+        {R"({"agent_id":"bad-req","command":"true"} trailing)", "JSON"},
+        {R"([1,2,3])", "object"},
+        {std::string(100000, '['), "JSON"},
+        {"{\"agent_id\":\"bad-req\",\"command\":\"\xff\xfe\"}", "JSON"},
+    };
+    for (const Case& c : cases) {
+        HttpResponse r = shared_server().request("POST", "/exec", c.body);
+        EXPECT_TRUE(r.status == 400 || r.status == 403)
+            << c.body.substr(0, 80) << " -> " << r.status;
+        EXPECT_NE(r.body.find(c.mentions), std::string::npos)
+            << c.body.substr(0, 80) << " -> " << r.body;
+    }
+    // Nothing was written for the rejected files request.
+    EXPECT_FALSE(fs::exists(shared_server().workspace_root() + "/escape"));
+    EXPECT_EQ(shared_server().get("/healthz").status, 200);  // and the server is still up
+}
+
+TEST_F(ServerTest, AFailingCommandIsA200WithItsExitCode) {
+    const json::object r = exec(shared_server(), "fail-agent", "no-such-command-here");
+    EXPECT_EQ(r.at("exit_code").as_int64(), 127);
+    const json::object k = exec(shared_server(), "fail-agent", "kill -KILL $$");
+    EXPECT_EQ(k.at("exit_code").as_int64(), 137);
+    EXPECT_EQ(k.at("signal").as_string(), "SIGKILL");
+}
+
+TEST_F(ServerTest, TimeoutKillsTheWholeSandbox) {
+    const std::string daemon = unique_name("nbxsrv");
+    const json::object r =
+        exec(shared_server(), "timeout-agent",
+             "cp /bin/sleep /tmp/" + daemon + " && setsid /tmp/" + daemon + " 1000 & sleep 30",
+             {{"timeout_sec", 1}});
+    EXPECT_TRUE(r.at("timed_out").as_bool());
+    EXPECT_EQ(r.at("exit_code").as_int64(), 137);
+    EXPECT_LT(r.at("duration_ms").as_int64(), 5000);
+    EXPECT_TRUE(processes_named(daemon).empty()) << "the setsid daemon outlived its sandbox";
+}
+
+TEST_F(ServerTest, OutputIsCappedAndDrained) {
+    const json::object r =
+        exec(shared_server(), "cap-agent", "head -c 1000000 /dev/zero | tr '\\0' x; echo done >&2",
+             {{"max_output_bytes", 1000}});
+    EXPECT_EQ(out_of(r).size(), 1000u);
+    EXPECT_TRUE(r.at("stdout_truncated").as_bool());
+    EXPECT_FALSE(r.at("stderr_truncated").as_bool());
+    EXPECT_EQ(r.at("stderr").as_string(), "done\n");
+    EXPECT_EQ(r.at("exit_code").as_int64(), 0);  // the writer was never blocked
+}
+
+TEST_F(ServerTest, SecretsAreRedactedEvenWhenSplitAcrossReads) {
+    const json::object secrets{{"API_KEY", "hunter22-secret"}};
+    const json::object r =
+        exec(shared_server(), "redact-agent",
+             "printf 'key=hunter2'; sleep 0.3; printf '2-secret!\\n'", {{"secret_env", secrets}});
+    EXPECT_EQ(out_of(r), "key=[REDACTED]!\n");
+    HttpResponse s = shared_server().post(
+        "/exec-stream", {{"agent_id", "redact-agent"},
+                         {"secret_env", secrets},
+                         {"command", "printf 'hunter'; sleep 0.3; printf '22-secret\\n'"}});
+    EXPECT_EQ(s.body.find("hunter"), std::string::npos) << s.body;
+    EXPECT_NE(s.body.find("[REDACTED]"), std::string::npos) << s.body;
+    // Nor does the secret reach the server's log, though the command named it literally.
+    exec(shared_server(), "redact-agent", "echo hunter22-secret", {{"secret_env", secrets}});
+    EXPECT_EQ(shared_server().log().find("hunter22-secret"), std::string::npos);
+}
+
+TEST_F(ServerTest, InvalidUtf8OutputIsReplaced) {
+    const json::object r = exec(shared_server(), "utf8-agent", "printf 'a\\377b\\342\\202\\254'");
+    EXPECT_EQ(out_of(r),
+              "a\xEF\xBF\xBD"
+              "b\xE2\x82\xAC");
+}
+
+TEST_F(ServerTest, ArtifactsListWhatTheCommandMadeWithMimeTypes) {
+    const json::object r =
+        exec(shared_server(), "art-agent",
+             "mkdir -p out && echo hi > out/note.txt && printf '%%PDF-1.4\\n' > out/doc.pdf",
+             {{"artifact_dir", "out"}});
+    std::map<std::string, std::string> seen;
+    for (const auto& a : r.at("artifacts").as_array()) {
+        seen[std::string(a.at("path").as_string())] = std::string(a.at("mime_type").as_string());
+    }
+    EXPECT_EQ(seen["/workspace/out/note.txt"], "text/plain");
+    EXPECT_EQ(seen["/workspace/out/doc.pdf"], "application/pdf");
+    // Unchanged files are not artifacts the second time.
+    const json::object again =
+        exec(shared_server(), "art-agent", "true", {{"artifact_dir", "out"}});
+    EXPECT_TRUE(again.at("artifacts").as_array().empty());
+}
+
+TEST_F(ServerTest, NetworkIsLoopbackOnlyUnlessTheServerAllowsIt) {
+    const json::object r =
+        exec(shared_server(), "net-agent", "cat /proc/net/dev | tail -n +3 | cut -d: -f1",
+             {{"network", true}});
+    EXPECT_EQ(out_of(r), "    lo\n");
+}
+
+TEST_F(ServerTest, MemoryLimitOomKillsAndSaysSo) {
+    const json::object r =
+        exec(shared_server(), "oom-agent", "python3 -c 'x = bytearray(512 << 20)'",
+             {{"cgroup", {{"memory_mb", 64}}}});
+    EXPECT_TRUE(r.at("oom_killed").as_bool()) << r;
+    EXPECT_EQ(r.at("exit_code").as_int64(), 137);
+}
+
+// --- /exec-stream ------------------------------------------------------------------------------
+
+std::vector<json::object> ndjson(const std::string& body) {
+    std::vector<json::object> out;
+    std::size_t pos = 0;
+    while (pos < body.size()) {
+        const std::size_t end = body.find('\n', pos);
+        out.push_back(json::parse(body.substr(pos, end - pos)).as_object());
+        pos = end + 1;
+    }
+    return out;
+}
+
+TEST_F(ServerTest, StreamSendsStartOutputAndExitEvents) {
+    HttpResponse r = shared_server().post(
+        "/exec-stream",
+        {{"agent_id", "stream-agent"}, {"command", "echo one; echo two >&2; exit 4"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.headers["content-type"], "application/x-ndjson");
+    const auto events = ndjson(r.body);
+    ASSERT_GE(events.size(), 4u);
+    EXPECT_EQ(events.front().at("type").as_string(), "start");
+    EXPECT_EQ(events.front().at("agent_id").as_string(), "stream-agent");
+    EXPECT_EQ(events.back().at("type").as_string(), "exit");
+    EXPECT_EQ(events.back().at("exit_code").as_int64(), 4);
+    EXPECT_FALSE(events.back().contains("stdout"));
+    std::string out, err;
+    for (const auto& e : events) {
+        if (e.at("type") == "stdout") out += e.at("data").as_string();
+        if (e.at("type") == "stderr") err += e.at("data").as_string();
+    }
+    EXPECT_EQ(out, "one\n");
+    EXPECT_EQ(err, "two\n");
+}
+
+TEST_F(ServerTest, StreamFlushesAPartialLineWithoutWaitingForTheEnd) {
+    const int fd = shared_server().connect();
+    const std::string body =
+        R"({"agent_id":"progress-agent","command":"printf half-way; sleep 2; echo done"})";
+    const std::string req =
+        "POST /exec-stream HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\nConnection: close\r\n\r\n" + body;
+    ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+    const auto start = std::chrono::steady_clock::now();
+    std::string seen;
+    char buf[4096];
+    while (seen.find("half-way") == std::string::npos) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        ASSERT_GT(n, 0);
+        seen.append(buf, static_cast<std::size_t>(n));
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms)
+        << "the partial line waited for the end";
+    close(fd);
+}
+
+TEST_F(ServerTest, AClientThatDisconnectsKillsItsSandbox) {
+    const std::string daemon = unique_name("nbxgone");
+    const int fd = shared_server().connect();
+    const std::string body = R"({"agent_id":"gone-agent","command":"cp /bin/sleep /tmp/)" + daemon +
+                             " && setsid /tmp/" + daemon + R"( 1000 & echo started; sleep 60"})";
+    const std::string req =
+        "POST /exec-stream HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+        "\r\n\r\n" + body;
+    ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+    std::string seen;
+    char buf[4096];
+    while (seen.find("started") == std::string::npos) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        ASSERT_GT(n, 0);
+        seen.append(buf, static_cast<std::size_t>(n));
+    }
+    for (int i = 0; i < 100 && processes_named(daemon).empty(); ++i)
+        std::this_thread::sleep_for(20ms);
+    ASSERT_FALSE(processes_named(daemon).empty());
+    close(fd);
+    for (int i = 0; i < 250 && !processes_named(daemon).empty(); ++i)
+        std::this_thread::sleep_for(20ms);
+    EXPECT_TRUE(processes_named(daemon).empty()) << "the sandbox outlived its client";
+}
+
+// --- workspace endpoints -------------------------------------------------------------------------
+
+TEST_F(ServerTest, WorkspaceWriteReadListDelete) {
+    Server& s = shared_server();
+    HttpResponse w = s.post(
+        "/workspace/write",
+        {{"agent_id", "ws-agent"}, {"path", "a/b/c.txt"}, {"content", "hello"}, {"mode", "0600"}});
+    ASSERT_EQ(w.status, 200) << w.body;
+    EXPECT_EQ(w.json().at("bytes_written").as_int64(), 5);
+    HttpResponse r = s.post("/workspace/read", {{"agent_id", "ws-agent"}, {"path", "a/b/c.txt"}});
+    ASSERT_EQ(r.status, 200);
+    EXPECT_EQ(r.json().at("content").as_string(), "hello");
+    EXPECT_EQ(r.json().at("encoding").as_string(), "utf8");
+    // Owned by the agent, with the mode asked for, and readable by its commands.
+    const std::string host = s.workspace_root() + "/ws-agent/a/b/c.txt";
+    struct stat st {};
+    ASSERT_EQ(stat(host.c_str(), &st), 0);
+    EXPECT_GE(st.st_uid, 10000u);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_EQ(out_of(exec(s, "ws-agent", "cat a/b/c.txt")), "hello");
+    // Binary content round-trips as base64.
+    const std::string binary("\x00\xff\x10\x80", 4);
+    ASSERT_EQ(s.post("/workspace/write", {{"agent_id", "ws-agent"},
+                                          {"path", "bin"},
+                                          {"content", base64_encode(binary)},
+                                          {"encoding", "base64"}})
+                  .status,
+              200);
+    HttpResponse b = s.post("/workspace/read", {{"agent_id", "ws-agent"}, {"path", "bin"}});
+    EXPECT_EQ(b.json().at("encoding").as_string(), "base64");
+    EXPECT_EQ(base64_decode(b.json().at("content").as_string()).value(), binary);
+    HttpResponse l =
+        s.post("/workspace/list", {{"agent_id", "ws-agent"}, {"path", "a"}, {"recursive", true}});
+    ASSERT_EQ(l.status, 200);
+    std::set<std::string> paths;
+    const json::value listing = l.json();
+    for (const auto& e : listing.at("entries").as_array())
+        paths.insert(std::string(e.at("path").as_string()));
+    EXPECT_EQ(paths, (std::set<std::string>{"a/b", "a/b/c.txt"}));
+    EXPECT_EQ(s.post("/workspace/delete", {{"agent_id", "ws-agent"}, {"path", "a"}}).status,
+              400);  // not empty
+    EXPECT_EQ(
+        s.post("/workspace/delete", {{"agent_id", "ws-agent"}, {"path", "a"}, {"recursive", true}})
+            .status,
+        200);
+    EXPECT_EQ(s.post("/workspace/read", {{"agent_id", "ws-agent"}, {"path", "a/b/c.txt"}}).status,
+              404);
+}
+
+TEST_F(ServerTest, WorkspaceErrorsHaveTheirStatuses) {
+    Server& s = shared_server();
+    s.post("/workspace/write", {{"agent_id", "err-agent"}, {"path", "dir/f"}, {"content", "x"}});
+    EXPECT_EQ(s.post("/workspace/read", {{"agent_id", "err-agent"}, {"path", "missing"}}).status,
+              404);
+    EXPECT_EQ(s.post("/workspace/read", {{"agent_id", "err-agent"}, {"path", "dir"}}).status, 400);
+    EXPECT_EQ(
+        s.post("/workspace/read", {{"agent_id", "err-agent"}, {"path", "/etc/passwd"}}).status,
+        403);
+    EXPECT_EQ(s.post("/workspace/read", {{"agent_id", "err-agent"}, {"path", "../err-agent/dir/f"}})
+                  .status,
+              403);
+    EXPECT_EQ(
+        s.post("/workspace/read", {{"agent_id", "err-agent"}, {"path", std::string(5000, 'a')}})
+            .status,
+        400);
+    EXPECT_EQ(s.post("/workspace/write",
+                     {{"agent_id", "err-agent"}, {"path", "dir/f/g"}, {"content", "x"}})
+                  .status,
+              400);
+    EXPECT_EQ(s.post("/workspace/write",
+                     {{"agent_id", "err-agent"}, {"path", "x"}, {"content", "x"}, {"mode", "4755"}})
+                  .status,
+              400);
+    EXPECT_EQ(s.post("/workspace/write", {{"agent_id", "err-agent"}, {"path", "x"}}).status,
+              400);  // no content
+}
+
+// --- isolation between agents
+// ----------------------------------------------------------------------
+
+TEST_F(ServerTest, AgentsCannotReachEachOthersFiles) {
+    Server& s = shared_server();
+    ASSERT_EQ(s.post("/workspace/write",
+                     {{"agent_id", "alice"}, {"path", "secret.txt"}, {"content", "alice's"}})
+                  .status,
+              200);
+    // Through the API.
+    EXPECT_EQ(
+        s.post("/workspace/read", {{"agent_id", "bob"}, {"path", "../alice/secret.txt"}}).status,
+        403);
+    EXPECT_EQ(
+        s.post("/workspace/write", {{"agent_id", "bob"}, {"path", "../alice/x"}, {"content", "y"}})
+            .status,
+        403);
+    // Through commands: Bob's sandbox does not contain Alice's workspace at all.
+    const json::object r = exec(s, "bob",
+                                "cat ../alice/secret.txt /workspace/../alice/secret.txt; ls -a "
+                                "/workspace/..; find / -name secret.txt 2>/dev/null");
+    EXPECT_EQ(out_of(r).find("alice"), std::string::npos) << out_of(r);
+    // And they run as different users: Alice's workspace is closed to Bob's uid.
+    const json::object ids = exec(s, "alice", "id -u");
+    const json::object bob_ids = exec(s, "bob", "id -u");
+    EXPECT_NE(out_of(ids), out_of(bob_ids));
+    struct stat st {};
+    ASSERT_EQ(stat((s.workspace_root() + "/alice").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(ServerTest, SymlinksInTheWorkspaceNeverLeadOut) {
+    Server& s = shared_server();
+    s.post("/workspace/write",
+           {{"agent_id", "carol"}, {"path", "mine.txt"}, {"content", "carol's"}});
+    exec(s, "mallory",
+         "ln -s /etc etc; ln -s /workspace/../carol carol; ln -s / root; mkdir -p d && ln -s "
+         "../../carol d/up");
+    for (const char* path :
+         {"etc/passwd", "etc/shadow", "carol/mine.txt", "root/etc/passwd", "d/up/mine.txt"}) {
+        HttpResponse r = s.post("/workspace/read", {{"agent_id", "mallory"}, {"path", path}});
+        EXPECT_EQ(r.status, 403) << path << ": " << r.body;
+    }
+    HttpResponse w =
+        s.post("/workspace/write",
+               {{"agent_id", "mallory"}, {"path", "etc/nestbox-evil"}, {"content", "x"}});
+    EXPECT_EQ(w.status, 403);
+    EXPECT_FALSE(fs::exists("/etc/nestbox-evil"));
+    EXPECT_EQ(s.post("/workspace/list", {{"agent_id", "mallory"}, {"path", "root"}}).status, 403);
+    EXPECT_EQ(
+        s.post("/workspace/delete", {{"agent_id", "mallory"}, {"path", "carol/mine.txt"}}).status,
+        403);
+    EXPECT_TRUE(fs::exists(s.workspace_root() + "/carol/mine.txt"));
+}
+
+TEST_F(ServerTest, ASymlinkSwappedDuringRequestsNeverLeaks) {
+    Server& s = shared_server();
+    // A command flips "sw" between a real directory and a symlink to / while the API reads
+    // sw/etc/hostname: every answer must be the workspace's file or a refusal, never the host's.
+    exec(s, "racer", "mkdir -p real/etc && echo workspace-copy > real/etc/hostname");
+    std::atomic<bool> done{false};
+    std::thread flipper([&] {
+        HttpResponse r =
+            s.post("/exec",
+                   {{"agent_id", "racer"},
+                    {"timeout_sec", 20},
+                    {"command", "for i in $(seq 1 4000); do ln -sfn real sw; ln -sfn / sw; done"}});
+        done = true;
+        (void)r;
+    });
+    int leaks = 0, reads = 0;
+    while (!done) {
+        HttpResponse r =
+            s.post("/workspace/read", {{"agent_id", "racer"}, {"path", "sw/etc/hostname"}});
+        ++reads;
+        if (r.status == 200 && r.json().at("content").as_string() != "workspace-copy\n") ++leaks;
+    }
+    flipper.join();
+    EXPECT_EQ(leaks, 0) << "host content leaked in " << leaks << " of " << reads << " reads";
+    EXPECT_GT(reads, 10);
+}
+
+TEST_F(ServerTest, ConcurrentWritesToOneFileAreNeverTorn) {
+    Server& s = shared_server();
+    std::vector<std::string> payloads;
+    for (char c : {'a', 'b', 'c', 'd'})
+        payloads.emplace_back(200000, c);
+    std::vector<std::thread> writers;
+    std::atomic<int> failures{0};
+    for (const auto& p : payloads) {
+        writers.emplace_back([&s, &p, &failures] {
+            for (int i = 0; i < 10; ++i) {
+                if (s.post("/workspace/write",
+                           {{"agent_id", "writer"}, {"path", "shared.txt"}, {"content", p}})
+                        .status != 200)
+                    ++failures;
+            }
+        });
+    }
+    int torn = 0;
+    for (int i = 0; i < 40; ++i) {
+        HttpResponse r =
+            s.post("/workspace/read", {{"agent_id", "writer"}, {"path", "shared.txt"}});
+        if (r.status != 200) continue;
+        const std::string content(r.json().at("content").as_string());
+        if (std::find(payloads.begin(), payloads.end(), content) == payloads.end()) ++torn;
+    }
+    for (auto& t : writers)
+        t.join();
+    EXPECT_EQ(failures, 0);
+    EXPECT_EQ(torn, 0);
+}
+
+// --- limits, auth and lifecycle (servers of their own)
+// ---------------------------------------------
+
+TEST_F(ServerTest, OversizedBodiesAre413) {
+    Server s({"--max-body", "1M"});
+    HttpResponse r = s.request("POST", "/exec", std::string(2 << 20, 'x'));
+    EXPECT_EQ(r.status, 413);
+    EXPECT_EQ(r.error_code(), "body_too_large");
+    EXPECT_EQ(s.get("/healthz").status, 200);
+}
+
+TEST_F(ServerTest, SlowClientsGet408AndDoNotBlockOthers) {
+    Server s({"--header-timeout", "1"});
+    const int slow = s.connect();
+    const std::string part = "POST /exec HTTP/1.1\r\nHost: x\r\n";
+    ASSERT_EQ(write(slow, part.data(), part.size()), static_cast<ssize_t>(part.size()));
+    EXPECT_EQ(s.get("/healthz").status, 200);  // others are served meanwhile
+    const auto start = std::chrono::steady_clock::now();
+    const std::string answer = read_all(slow, 5s);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+    close(slow);
+}
+
+TEST_F(ServerTest, TooManySandboxesAre429) {
+    Server s({"--max-concurrent", "1"});
+    std::thread busy([&s] { exec(s, "busy-agent", "sleep 2"); });
+    std::this_thread::sleep_for(700ms);
+    HttpResponse r = s.post("/exec", {{"agent_id", "other"}, {"command", "true"}});
+    busy.join();
+    EXPECT_EQ(r.status, 429);
+    EXPECT_EQ(r.error_code(), "too_many_sandboxes");
+}
+
+TEST_F(ServerTest, ATokenIsRequiredEverywhereButHealthz) {
+    TempDir dir;
+    const std::string token_file = dir.path() + "/token";
+    std::ofstream(token_file) << "correct-horse-battery\n";
+    Server s({"--token-file", token_file});
+    EXPECT_EQ(s.get("/healthz").status, 200);
+    EXPECT_EQ(s.get("/metrics").status, 401);
+    HttpResponse none = s.post("/exec", {{"agent_id", "a"}, {"command", "true"}});
+    EXPECT_EQ(none.status, 401);
+    EXPECT_EQ(none.headers["www-authenticate"], "Bearer");
+    EXPECT_EQ(s.post("/exec", {{"agent_id", "a"}, {"command", "true"}},
+                     {{"Authorization", "Bearer correct-horse-batterx"}})
+                  .status,
+              401);
+    EXPECT_EQ(s.post("/exec", {{"agent_id", "a"}, {"command", "true"}},
+                     {{"Authorization", "Bearer correct-horse-battery"}})
+                  .status,
+              200);
+    EXPECT_EQ(s.get("/metrics", {{"X-Nestbox-Token", "correct-horse-battery"}}).status, 200);
+}
+
+TEST_F(ServerTest, ListeningBeyondLoopbackWithoutATokenIsRefused) {
+    const char* server = std::getenv("NESTBOXD");
+    const std::string cmd = std::string(server) +
+                            " --listen 0.0.0.0:" + std::to_string(free_port()) +
+                            " --workspace-root /tmp/nestbox-never 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[1024] = {};
+    const std::size_t n = fread(buf, 1, sizeof buf - 1, p);
+    const int status = pclose(p);
+    EXPECT_NE(WEXITSTATUS(status), 0);
+    EXPECT_NE(std::string(buf, n).find("without a token"), std::string::npos) << buf;
+}
+
+TEST_F(ServerTest, ABrokenLauncherFailsClosed) {
+    Server s({"--launcher", "/bin/false"});
+    HttpResponse h = s.get("/healthz");
+    EXPECT_EQ(h.status, 503);
+    EXPECT_EQ(h.json().at("status").as_string(), "unavailable");
+    HttpResponse r = s.post("/exec", {{"agent_id", "a"}, {"command", "true"}});
+    EXPECT_EQ(r.status, 500);
+    EXPECT_EQ(r.error_code(), "sandbox_failed");
+}
+
+TEST_F(ServerTest, RestartKeepsTheRegistry) {
+    Server s;
+    const std::string before = out_of(exec(s, "persistent-agent", "id -u"));
+    exec(s, "persistent-agent", "echo kept > file");
+    s.kill_hard();  // a crash, not a clean shutdown
+    s.restart();
+    EXPECT_EQ(out_of(exec(s, "persistent-agent", "id -u")), before);
+    EXPECT_EQ(out_of(exec(s, "persistent-agent", "cat file")), "kept\n");
+    // A new agent after the restart does not collide with the old one.
+    EXPECT_NE(out_of(exec(s, "second-agent", "id -u")), before);
+}
+
+TEST_F(ServerTest, ShutdownLetsRunningSandboxesFinish) {
+    Server s({"--shutdown-grace", "10"});
+    HttpResponse result;
+    std::thread running([&] {
+        result = s.post("/exec", {{"agent_id", "slow"}, {"command", "sleep 1; echo finished"}});
+    });
+    std::this_thread::sleep_for(400ms);
+    kill(s.pid(), SIGTERM);
+    running.join();
+    EXPECT_EQ(result.status, 200);
+    EXPECT_EQ(result.json().at("stdout").as_string(), "finished\n");
+    const int status = s.wait_exit();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+}  // namespace
+}  // namespace nestbox::test
