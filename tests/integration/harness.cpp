@@ -117,6 +117,7 @@ RunResult run_nestbox(const std::vector<std::string>& args, const RunOptions& o)
             }
         }
         if (chdir(binaries().dir.c_str()) != 0) _exit(98);
+        if (o.before_exec && !o.before_exec()) _exit(96);
         execv(cargv[0], cargv.data());
         _exit(97);
     }
