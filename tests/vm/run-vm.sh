@@ -29,7 +29,10 @@ busybox=/bin/busybox
 # A dynamically linked busybox would need its libraries in the VM's root; Debian's
 # busybox-static is the one that runs there as it is.
 if ldd "$busybox" >/dev/null 2>&1; then die "$busybox is dynamically linked: install busybox-static"; fi
-kernel=${NESTBOX_VM_KERNEL:-$(ls -1v /boot/vmlinuz-*-cloud-amd64 2>/dev/null | tail -n 1)}
+kernel=${NESTBOX_VM_KERNEL:-}
+if [ -z "$kernel" ]; then
+    kernel=$(ls -1v /boot/vmlinuz-*-cloud-amd64 2>/dev/null | tail -n 1 || true)
+fi
 [ -n "$kernel" ] && [ -r "$kernel" ] ||
     die "no readable kernel (apt-get install linux-image-cloud-amd64, or set NESTBOX_VM_KERNEL)"
 for f in "$nestbox" "$probe" "$vm_tests" "$init_sh" "$@"; do
