@@ -87,6 +87,25 @@ Result<void> enable_controllers(const std::string& root, const std::string& path
     return {};
 }
 
+// The paths in /proc/self/cgroup are relative to this process's cgroup namespace, but the
+// cgroup2 mount need not show that namespace's root: a container with a private cgroup namespace
+// and the host's hierarchy bind-mounted in sees more. Then root + own names another group (the
+// host's), and a default parent beside it would put the sandbox outside the caller's group and
+// its limits, or fail later with a bare ENOENT from clone3. Checking that the group really holds
+// this process catches that before anything is made.
+Result<void> expect_self_in(const std::string& root, const std::string& own) {
+    const std::string dir = root + (own == "/" ? "" : own);
+    const std::string self = std::to_string(::getpid());
+    if (auto procs = read_file(AT_FDCWD, dir + "/cgroup.procs")) {
+        const std::vector<std::string> pids = split_words(*procs);
+        if (std::find(pids.begin(), pids.end(), self) != pids.end()) return {};
+    }
+    return Error("cgroup", "/proc/self/cgroup names " + own + ", but " + dir +
+                               " does not hold this process: the cgroup2 mount at " + root +
+                               " is not the root of this process's cgroup namespace (mount "
+                               "cgroup2 inside the namespace, or pass --cgroup-parent)");
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Cgroup>> create_cgroup_v2(const policy::Limits& l, const std::string& root) {
@@ -98,6 +117,7 @@ Result<std::unique_ptr<Cgroup>> create_cgroup_v2(const policy::Limits& l, const 
         // child groups with controllers (the no-internal-processes rule).
         NESTBOX_TRY_ASSIGN(const std::string self, read_proc_self_cgroup());
         NESTBOX_TRY_ASSIGN(const std::string own, own_cgroup(self, ""));
+        NESTBOX_TRY(expect_self_in(root, own));
         const std::string up = parent_dir(own);
         parent = root + (up == "/" ? "" : up) + "/nestbox";
     }

@@ -60,9 +60,12 @@ const Binaries& binaries() {
         fs::copy_file(probe, out.probe);
         chmod(out.nestbox.c_str(), 0755);
         chmod(out.probe.c_str(), 0755);
-        std::atexit([] { fs::remove_all(binaries().dir); });
         return out;
     }();
+    // Registered once `b` is fully built, so that it runs before b's destructor: registered from
+    // inside the initializer it ran after it, on a destroyed string, and the copies stayed in /tmp.
+    static const bool cleanup_registered = std::atexit([] { fs::remove_all(binaries().dir); }) == 0;
+    (void)cleanup_registered;
     return b;
 }
 
@@ -117,6 +120,7 @@ RunResult run_nestbox(const std::vector<std::string>& args, const RunOptions& o)
             }
         }
         if (chdir(binaries().dir.c_str()) != 0) _exit(98);
+        if (o.before_exec && !o.before_exec()) _exit(96);
         execv(cargv[0], cargv.data());
         _exit(97);
     }

@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ struct RunOptions {
     bool leak_fds = false;  // open extra fds without CLOEXEC before exec
     bool status_fd = true;  // pass --status-fd 3 and collect the events
     std::chrono::milliseconds timeout{60000};
+    // Runs in the forked child right before nestbox is executed, to start it somewhere special
+    // (the VM tests: inside a cgroup namespace, as a container's process). Returns false to fail
+    // the run (nestbox then never runs and the exit code is 96).
+    std::function<bool()> before_exec;
 };
 
 struct RunResult {
