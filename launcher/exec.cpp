@@ -43,7 +43,7 @@ std::string resolve(const std::string& file, const std::vector<std::string>& env
         const std::size_t end = std::min(path.find(':', pos), path.size());
         std::string dir = path.substr(pos, end - pos);
         pos = end + 1;
-        const std::string candidate = (dir.empty() ? "." : dir) + "/" + file;
+        std::string candidate = (dir.empty() ? "." : dir) + "/" + file;
         struct stat st {};
         if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
@@ -121,8 +121,12 @@ Result<pid_t> spawn_command(const std::vector<std::string>& argv,
     const int clone_errno = errno;
     ::munmap(stack, kStack);
     if (pid < 0) return Error("exec", "clone", clone_errno);
+    if (a.failed != nullptr && std::string_view(a.failed) == "seccomp") {
+        // Not the command's failure but the sandbox's: a launcher error (the child has exited).
+        return Error("seccomp", "installing the filter", a.error);
+    }
     if (a.error != 0) {
-        std::fprintf(stderr, "nestbox: %s: %s: %s\n", a.failed, argv.front().c_str(),
+        std::fprintf(stderr, "nestbox: exec: %s: %s\n", argv.front().c_str(),
                      strerrordesc_np(a.error));
     }
     return pid;

@@ -29,13 +29,15 @@ namespace nestbox::launcher {
 namespace {
 
 // Every signal whose default action would end the launcher is blocked and read from a signalfd,
-// so that the launcher always ends the sandbox and removes its cgroup instead of dying mid-way
-// (only SIGKILL cannot be caught). Faults, job control and SIGCHLD keep their usual meaning.
+// so that the launcher always ends the sandbox and removes its cgroup instead of dying mid-way.
+// That includes the fault signals when another process sends them: a genuine fault of our own is
+// still delivered, the kernel unblocks it. Only SIGKILL cannot be caught. Job control and SIGCHLD
+// keep their usual meaning; SIGPIPE is ignored.
 sigset_t stop_signals() {
     sigset_t set;
     ::sigfillset(&set);
     for (int sig : {SIGKILL, SIGSTOP, SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU, SIGCHLD, SIGWINCH, SIGURG,
-                    SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT, SIGPIPE}) {
+                    SIGPIPE}) {
         ::sigdelset(&set, sig);
     }
     return set;
@@ -126,16 +128,8 @@ int run_sandbox(const Plan& plan) {
         return kLauncherError;
     };
 
-    // Anything that can be refused is refused before a namespace or cgroup exists.
-    auto seccomp = SeccompFilter::prepare(plan.seccomp, plan.seccomp_file);
-    if (!seccomp) return fail(seccomp.error());
-    auto setup = create_cgroup(plan.limits, plan.best_effort_limits);
-    if (!setup) return fail(setup.error());
-    std::vector<std::string>& warnings = setup->warnings;
-    Cgroup* cgroup = setup->group.get();
-
-    // Stop signals are blocked before the sandbox exists, so none is lost in between, and a
-    // parent that dies sends one (--die-with-parent).
+    // Stop signals are blocked before anything exists that would need cleaning up (the cgroup),
+    // so none is lost in between; a parent that dies sends one (--die-with-parent).
     const sigset_t stop = stop_signals();
     ::sigprocmask(SIG_BLOCK, &stop, nullptr);
     ::signal(SIGPIPE, SIG_IGN);
@@ -144,6 +138,14 @@ int run_sandbox(const Plan& plan) {
     if (::getppid() != parent) return fail(Error("launcher", "the parent process exited", ESRCH));
     UniqueFd signals(::signalfd(-1, &stop, SFD_CLOEXEC));
     if (!signals) return fail(Error::from_errno("launcher", "signalfd"));
+
+    // Anything that can be refused is refused before a namespace or cgroup exists.
+    auto seccomp = SeccompFilter::prepare(plan.seccomp, plan.seccomp_file);
+    if (!seccomp) return fail(seccomp.error());
+    auto setup = create_cgroup(plan.limits, plan.best_effort_limits);
+    if (!setup) return fail(setup.error());
+    std::vector<std::string>& warnings = setup->warnings;
+    Cgroup* cgroup = setup->group.get();
 
     auto channel = Channel::create();
     if (!channel) return fail(channel.error());

@@ -35,8 +35,30 @@ Result<void> check_known_keys(const json::object& o, std::initializer_list<std::
     return {};
 }
 
+// An errno as a number, or by name ("EPERM", as Podman's profiles write it).
+Result<std::int64_t> parse_errno(const json::value& v, const std::string& where) {
+    std::int64_t err = -1;
+    if (v.is_int64() || v.is_uint64()) {
+        err = v.to_number<std::int64_t>();
+    } else if (v.is_string()) {
+        for (int n = 1; n < 4096 && err < 0; ++n) {
+            const char* name = strerrorname_np(n);
+            if (name != nullptr && v.get_string() == name) err = n;
+        }
+        if (err < 0)
+            return profile_error(where, "unknown errno name '" + std::string(v.get_string()) + "'");
+    } else {
+        return profile_error(where, "expected an errno number or name");
+    }
+    if (err < 0 || err > 4095) return profile_error(where, "out of range");
+    return err;
+}
+
+// `errno_keys`: where the errno of an SCMP_ACT_ERRNO may be given, the OCI number first, then
+// Podman's name ("errnoRet", "errno").
 Result<std::uint32_t> parse_action(const json::object& entry, const std::string& key,
-                                   const std::string& errno_key, const std::string& where) {
+                                   std::initializer_list<const char*> errno_keys,
+                                   const std::string& where) {
     const json::value* v = entry.if_contains(key);
     if (v == nullptr || !v->is_string()) return profile_error(where + key, "expected an action");
     const std::string_view name = v->get_string();
@@ -46,17 +68,13 @@ Result<std::uint32_t> parse_action(const json::object& entry, const std::string&
     if (name == "SCMP_ACT_TRAP") return SCMP_ACT_TRAP;
     if (name == "SCMP_ACT_LOG") return SCMP_ACT_LOG;
     if (name == "SCMP_ACT_ERRNO") {
-        std::int64_t err = EPERM;  // the OCI default when errnoRet is absent
-        if (const json::value* e = entry.if_contains(errno_key)) {
-            if (!e->is_int64() && !e->is_uint64()) {
-                return profile_error(where + errno_key, "expected an errno number");
-            }
-            err = e->to_number<std::int64_t>();
-            if (err < 0 || err > 4095) {
-                return profile_error(where + errno_key, "out of range");
+        for (const char* k : errno_keys) {
+            if (const json::value* e = entry.if_contains(k)) {
+                NESTBOX_TRY_ASSIGN(const std::int64_t err, parse_errno(*e, where + k));
+                return SCMP_ACT_ERRNO(static_cast<std::uint16_t>(err));
             }
         }
-        return SCMP_ACT_ERRNO(static_cast<std::uint16_t>(err));
+        return SCMP_ACT_ERRNO(EPERM);  // the OCI default when no errno is given
     }
     // SCMP_ACT_TRACE and SCMP_ACT_NOTIFY need a supervisor process that nestbox does not run.
     return profile_error(where + key, "unsupported action '" + std::string(name) + "'");
@@ -151,6 +169,9 @@ bool kernel_at_least(std::string_view wanted) {
 // architecture only, and runs on this kernel. An `includes` condition must hold for the entry to
 // apply; any `excludes` condition that holds drops it. Unknown condition fields are errors.
 Result<bool> entry_applies(const json::object& entry, const std::string& where) {
+    // Both conditions are checked for well-formedness before either is evaluated, so a typo in
+    // an `excludes` is reported even when the `includes` already drops the entry.
+    bool applies = true;
     for (const char* kind : {"includes", "excludes"}) {
         const json::value* cond = entry.if_contains(kind);
         if (cond == nullptr) continue;
@@ -163,26 +184,34 @@ Result<bool> entry_applies(const json::object& entry, const std::string& where) 
             if (!caps->is_array()) return profile_error(here + ".caps", "expected an array");
             // The sandbox has no capabilities: "includes caps" never holds, "excludes caps" never
             // drops.
-            if (include && !caps->get_array().empty()) return false;
+            if (include && !caps->get_array().empty()) applies = false;
         }
         if (const json::value* arches = o.if_contains("arches")) {
             NESTBOX_TRY_ASSIGN(const bool native, names_native_arch(*arches, here + ".arches"));
-            if (native != include) return false;
+            // An empty list is no condition, as in Docker.
+            if (!arches->get_array().empty() && native != include) applies = false;
         }
         if (const json::value* k = o.if_contains("minKernel")) {
-            if (!k->is_string())
-                return profile_error(here + ".minKernel", "expected a version string");
-            if (kernel_at_least(k->get_string()) != include) return false;
+            unsigned major = 0;
+            unsigned minor = 0;
+            char rest = 0;
+            if (!k->is_string() || std::sscanf(std::string(k->get_string()).c_str(), "%u.%u%c",
+                                               &major, &minor, &rest) != 2) {
+                return profile_error(here + ".minKernel", "expected a version such as \"5.8\"");
+            }
+            if (kernel_at_least(k->get_string()) != include) applies = false;
         }
     }
-    return true;
+    return applies;
 }
 
 Result<SeccompRule> parse_rule(const json::object& entry, const std::string& where) {
     NESTBOX_TRY(check_known_keys(
-        entry, {"names", "name", "action", "errnoRet", "args", "comment", "includes", "excludes"},
+        entry,
+        {"names", "name", "action", "errnoRet", "errno", "args", "comment", "includes", "excludes"},
         where + "."));
     SeccompRule rule;
+    rule.where = where;
     if (const json::value* names = entry.if_contains("names")) {
         if (!names->is_array()) return profile_error(where + ".names", "expected an array");
         for (const auto& n : names->get_array()) {
@@ -194,7 +223,8 @@ Result<SeccompRule> parse_rule(const json::object& entry, const std::string& whe
         rule.names.emplace_back(name->get_string());
     }
     if (rule.names.empty()) return profile_error(where + ".names", "missing");
-    NESTBOX_TRY_ASSIGN(rule.action, parse_action(entry, "action", "errnoRet", where + "."));
+    NESTBOX_TRY_ASSIGN(rule.action,
+                       parse_action(entry, "action", {"errnoRet", "errno"}, where + "."));
     if (const json::value* args = entry.if_contains("args"); args != nullptr && !args->is_null()) {
         if (!args->is_array()) return profile_error(where + ".args", "expected an array");
         std::size_t i = 0;
@@ -228,12 +258,12 @@ Result<SeccompProfile> parse_seccomp_profile(std::string_view text) {
     if (!doc.is_object()) return Error("seccomp", "profile must be a JSON object");
     const json::object& top = doc.get_object();
     NESTBOX_TRY(check_known_keys(top,
-                                 {"comment", "defaultAction", "defaultErrnoRet", "architectures",
-                                  "archMap", "syscalls", "flags"},
+                                 {"comment", "defaultAction", "defaultErrnoRet", "defaultErrno",
+                                  "architectures", "archMap", "syscalls", "flags"},
                                  ""));
     SeccompProfile profile;
     NESTBOX_TRY_ASSIGN(profile.default_action,
-                       parse_action(top, "defaultAction", "defaultErrnoRet", ""));
+                       parse_action(top, "defaultAction", {"defaultErrnoRet", "defaultErrno"}, ""));
     if (const json::value* syscalls = top.if_contains("syscalls")) {
         if (!syscalls->is_array()) return profile_error("syscalls", "expected an array");
         std::size_t i = 0;
@@ -280,7 +310,8 @@ Result<BpfProgram> compile_seccomp_profile(const SeccompProfile& profile) {
                 // An unknown name in an allow rule allows nothing; in a deny rule it would deny
                 // nothing while the author believes otherwise.
                 if (rule.action == SCMP_ACT_ALLOW) continue;
-                return Error("seccomp", "unknown syscall '" + name + "'");
+                return Error("seccomp", (rule.where.empty() ? "" : rule.where + ": ") +
+                                            "unknown syscall '" + name + "'");
             }
             const int rc = seccomp_rule_add_array(ctx.get(), rule.action, nr,
                                                   static_cast<unsigned>(cmps.size()), cmps.data());

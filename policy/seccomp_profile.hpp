@@ -27,6 +27,7 @@ struct SeccompRule {
     std::uint32_t action = SCMP_ACT_ALLOW;  // libseccomp's encoding, e.g. SCMP_ACT_ERRNO(EPERM)
     std::vector<SeccompArg> args;           // all must match (AND)
     std::string comment;                    // the threat the rule closes
+    std::string where;                      // "syscalls[3]", for messages
 };
 
 struct SeccompProfile {

@@ -36,7 +36,7 @@ std::string base64_encode(std::string_view bytes) {
     }
     const std::size_t rest = bytes.size() - i;
     if (rest > 0) {
-        std::uint32_t n = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i]) << 16U);
+        auto n = static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i]) << 16U);
         if (rest == 2)
             n |= static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[i + 1]) << 8U);
         out += kAlphabet[n >> 18U & 63U];

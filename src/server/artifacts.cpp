@@ -55,7 +55,7 @@ ArtifactSnapshot ArtifactSnapshot::take(const Agent& agent, const std::string& d
                 if (name == "." || name == ".." || snap.files_.size() >= kMaxWalk) continue;
                 struct stat st {};
                 if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-                const std::string rel = prefix.empty() ? name : prefix + "/" + name;
+                const std::string rel = join_path(prefix, name);
                 if (S_ISREG(st.st_mode)) {
                     snap.files_[rel] = {static_cast<std::uint64_t>(st.st_size),
                                         st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,

@@ -108,24 +108,24 @@ Health::Health(const Config& config) {
     seccomp_ = t.ok && config.seccomp != "none";
     user_namespace_ = user_namespaces_available();
     namespaces_ = {"mount", "pid", "net", "ipc", "uts", "cgroup"};
-    if (::geteuid() != 0) namespaces_.push_back("user");
+    if (::geteuid() != 0) namespaces_.emplace_back("user");
     if (!t.ok) {
-        warnings_.push_back("sandboxes cannot be started on this host: " + t.error);
+        warnings_.emplace_back("sandboxes cannot be started on this host: " + t.error);
         log_event(spdlog::level::err, "self_test_failed", warnings_.back());
     }
     for (const auto& w : t.launcher_warnings)
-        warnings_.push_back(w);
+        warnings_.emplace_back(w);
     if (t.ok && cgroup_ == "none")
-        warnings_.push_back(
+        warnings_.emplace_back(
             "no cgroup controllers: memory, CPU and process limits are not enforced");
     if (config.best_effort_limits)
-        warnings_.push_back(
+        warnings_.emplace_back(
             "--limits=best-effort: a limit the host cannot enforce is dropped, not refused");
-    if (config.seccomp == "none") warnings_.push_back("seccomp is off (--seccomp none)");
+    if (config.seccomp == "none") warnings_.emplace_back("seccomp is off (--seccomp none)");
     if (config.allow_network)
-        warnings_.push_back("--allow-network: requests may give their sandbox the host's network");
+        warnings_.emplace_back("--allow-network: requests may give their sandbox the host's network");
     if (!config.token) {
-        warnings_.push_back(config.insecure_no_auth && !config.listen.loopback()
+        warnings_.emplace_back(config.insecure_no_auth && !config.listen.loopback()
                                 ? "no token and listening beyond loopback (--insecure-no-auth): "
                                   "anyone who can reach " +
                                       config.listen.to_string() + " can run commands"
@@ -133,7 +133,7 @@ Health::Health(const Config& config) {
                                       config.listen.to_string() + " can run commands");
     }
     if (::geteuid() != 0) {
-        warnings_.push_back(
+        warnings_.emplace_back(
             "not running as root: every agent runs as the server's own UID, so agents are not "
             "separated from each other by UID");
     }

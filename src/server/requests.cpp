@@ -130,7 +130,7 @@ Parsed<Encoding> parse_encoding(od::value& v) {
     if (!s) return s.error();
     if (*s == "utf8" || *s == "utf-8") return Encoding::Utf8;
     if (*s == "base64") return Encoding::Base64;
-    return field_error("encoding", "expected \"utf8\" or \"base64\"");
+    return field_error("encoding", R"(expected "utf8" or "base64")");
 }
 
 // Fields shared by the workspace requests: agent_id and path.

@@ -116,6 +116,14 @@ UniqueFd open_beneath(int root, const std::string& rel, std::uint64_t flags) {
         ::syscall(SYS_openat2, root, rel.empty() ? "." : rel.c_str(), &how, sizeof how)));
 }
 
+std::string join_path(const std::string& prefix, const std::string& name) {
+    if (prefix.empty()) return name;
+    std::string out = prefix;
+    out += '/';
+    out += name;
+    return out;
+}
+
 // Opened as the server (root), before the thread takes the agent's fsuid: the directories above
 // the workspace root are the operator's and need not be searchable by agents.
 UniqueFd open_workspace(const Agent& agent) {
@@ -304,7 +312,7 @@ Parsed<Listing> Workspaces::list(const Agent& agent, const std::string& path,
             if (name == "." || name == "..") continue;
             struct stat st {};
             if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-            here.push_back({name, prefix.empty() ? name : prefix + "/" + name, type_of(st.st_mode),
+            here.push_back({name, join_path(prefix, name), type_of(st.st_mode),
                             static_cast<std::uint64_t>(st.st_size), seconds(st.st_mtim)});
         }
         ::closedir(d);

@@ -39,6 +39,9 @@ class FsIdentity {
 // the directory `root`; an invalid fd with errno set on failure (EXDEV for an escape).
 UniqueFd open_beneath(int root, const std::string& rel, std::uint64_t flags);
 
+// "a/b" + "c" -> "a/b/c"; "" + "c" -> "c".
+std::string join_path(const std::string& prefix, const std::string& name);
+
 // The agent's workspace directory, opened without following a symlink in its place.
 UniqueFd open_workspace(const Agent& agent);
 

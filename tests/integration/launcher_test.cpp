@@ -541,7 +541,7 @@ TEST_P(Limits, MemoryBombIsOomKilledAndReported) {
 
 // Any signal that would end the launcher is caught: the sandbox ends and its cgroup is removed.
 TEST_P(Limits, SignalsToTheLauncherEndTheSandboxAndRemoveItsCgroup) {
-    for (int sig : {SIGTERM, SIGUSR1, SIGALRM}) {
+    for (int sig : {SIGTERM, SIGUSR1, SIGALRM, SIGSEGV}) {  // SIGSEGV sent by another process
         const std::string name = unique_name("nbxs");
         const pid_t launcher =
             start_in_background(with_probe({"--memory", "64M", "--", "/bin/sh", "-c",

@@ -89,7 +89,7 @@ TEST_F(ServerTest, MetricsCountRequestsAndExecs) {
     ASSERT_EQ(r.status, 200);
     EXPECT_EQ(r.headers["content-type"].rfind("text/plain", 0), 0u);
     for (const char* series :
-         {"nestboxd_requests_total{route=\"/exec\",method=\"POST\",status=\"200\"}",
+         {R"(nestboxd_requests_total{route="/exec",method="POST",status="200"})",
           "nestboxd_exec_total", "nestboxd_exec_duration_seconds_bucket",
           "nestboxd_active_sandboxes", "nestboxd_exec_timeouts_total", "nestboxd_oom_kills_total",
           "nestboxd_output_truncations_total"}) {
@@ -235,7 +235,7 @@ TEST_F(ServerTest, SecretsAreRedactedEvenWhenSplitAcrossReads) {
 }
 
 TEST_F(ServerTest, InvalidUtf8OutputIsReplaced) {
-    const json::object r = exec(shared_server(), "utf8-agent", "printf 'a\\377b\\342\\202\\254'");
+    const json::object r = exec(shared_server(), "utf8-agent", R"(printf 'a\377b\342\202\254')");
     EXPECT_EQ(out_of(r),
               "a\xEF\xBF\xBD"
               "b\xE2\x82\xAC");
@@ -519,6 +519,7 @@ TEST_F(ServerTest, ConcurrentWritesToOneFileAreNeverTorn) {
     for (char c : {'a', 'b', 'c', 'd'})
         payloads.emplace_back(200000, c);
     std::vector<std::thread> writers;
+    writers.reserve(payloads.size());
     std::atomic<int> failures{0};
     for (const auto& p : payloads) {
         writers.emplace_back([&s, &p, &failures] {

@@ -188,6 +188,20 @@ TEST(Profile, BadProfilesAreRefusedNamingTheProblem) {
     auto compiled = compile_seccomp_profile(*unknown);
     ASSERT_FALSE(compiled);
     EXPECT_NE(compiled.error().message().find("no_such_syscall_xyz"), std::string::npos);
+    EXPECT_NE(compiled.error().message().find("syscalls[0]"), std::string::npos);
+}
+
+TEST(Profile, PodmanErrnoNamesAndEmptyArchListsAreUnderstood) {
+    auto p = parse_seccomp_profile(R"({
+        "defaultAction": "SCMP_ACT_ERRNO", "defaultErrno": "ENOSYS",
+        "syscalls": [
+          {"names": ["getpid"], "action": "SCMP_ACT_ERRNO", "errno": "EPERM"},
+          {"names": ["gettid"], "action": "SCMP_ACT_ALLOW", "includes": {"arches": []}}
+        ]})");
+    ASSERT_TRUE(p) << p.error().message();
+    EXPECT_EQ(p->default_action, SCMP_ACT_ERRNO(ENOSYS));
+    ASSERT_EQ(p->rules.size(), 2u);
+    EXPECT_EQ(p->rules[0].action, SCMP_ACT_ERRNO(EPERM));
 }
 
 }  // namespace
