@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "policy/policy.hpp"
+#include "src/core/cgroup_fs.hpp"
 #include "src/core/error.hpp"
 
 namespace nestbox::launcher {
@@ -54,14 +55,6 @@ struct CgroupSetup {
     std::vector<std::string> warnings;  // limits dropped under --limits=best-effort
 };
 
-// Where the cgroup filesystems are. Detected from /sys/fs/cgroup; overridable for tests.
-struct CgroupLayout {
-    std::string v2_root;                     // empty: no cgroup v2 mount
-    std::string v1_memory, v1_cpu, v1_pids;  // empty: no such v1 hierarchy
-
-    static CgroupLayout detect();
-};
-
 Result<CgroupSetup> create_cgroup(const policy::Limits& limits, bool best_effort,
                                   const CgroupLayout& layout = CgroupLayout::detect());
 
@@ -71,22 +64,5 @@ Result<std::unique_ptr<Cgroup>> create_cgroup_v2(const policy::Limits& limits,
 // Only decides the paths; finish() makes the groups.
 Result<std::unique_ptr<Cgroup>> create_cgroup_v1(const policy::Limits& limits,
                                                  const CgroupLayout& layout);
-
-// Shared helpers for the two implementations.
-namespace cgroup_detail {
-// This process's cgroup in a hierarchy, as listed in /proc/self/cgroup (`text`): "" names v2's.
-Result<std::string> own_cgroup(std::string_view text, std::string_view controller);
-Result<std::string> read_proc_self_cgroup();
-// "nbx-<pid>-<random>": unique per launch, recognizable to cleanup tools.
-std::string leaf_name();
-Result<void> make_dirs(const std::string& path);
-// rmdir, retried briefly while the kernel finishes tearing down the last tasks.
-void remove_dir(const std::string& path);
-// The number after `key` in a "key value" file such as cpu.stat or memory.events.
-std::optional<std::uint64_t> read_keyed(const std::string& file, std::string_view key);
-std::optional<std::uint64_t> read_number(const std::string& file);
-std::string parent_dir(const std::string& path);
-std::vector<std::string> split_words(std::string_view text);
-}  // namespace cgroup_detail
 
 }  // namespace nestbox::launcher

@@ -18,7 +18,7 @@ namespace nestbox::launcher {
 
 namespace {
 
-using namespace cgroup_detail;
+using namespace cgroupfs;
 
 constexpr std::uint64_t kCpuPeriodUsec = 100000;
 

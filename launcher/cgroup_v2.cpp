@@ -13,7 +13,7 @@ namespace nestbox::launcher {
 
 namespace {
 
-using namespace cgroup_detail;
+using namespace cgroupfs;
 
 constexpr std::uint64_t kCpuPeriodUsec = 100000;
 
@@ -54,37 +54,6 @@ std::vector<std::string> controllers_for(const policy::Limits& l) {
     if (l.cpu_percent) out.emplace_back("cpu");
     if (l.pids) out.emplace_back("pids");
     return out;
-}
-
-// Makes `wanted` available to the children of `path`, enabling them in each ancestor's
-// subtree_control on the way down from the highest one that lacks them.
-Result<void> enable_controllers(const std::string& root, const std::string& path,
-                                const std::vector<std::string>& wanted) {
-    if (wanted.empty()) return {};
-    const std::string control = path + "/cgroup.subtree_control";
-    auto text = read_file(AT_FDCWD, control);
-    if (!text) return Error("cgroup", control, text.error().code());
-    const std::vector<std::string> enabled = split_words(*text);
-    std::vector<std::string> missing;
-    for (const std::string& c : wanted) {
-        if (std::find(enabled.begin(), enabled.end(), c) == enabled.end()) missing.push_back(c);
-    }
-    if (missing.empty()) return {};
-    if (path != root) NESTBOX_TRY(enable_controllers(root, parent_dir(path), missing));
-    std::string request;
-    for (const std::string& c : missing)
-        request += (request.empty() ? "+" : " +") + c;
-    if (auto r = write_existing(AT_FDCWD, control, request); !r) {
-        std::string why = control + " <- " + request;
-        if (r.error().code() == EBUSY) {
-            why +=
-                " (the group has processes of its own, and cgroup v2 lets only groups without "
-                "processes hand controllers to children; pass --cgroup-parent naming a group "
-                "that has none)";
-        }
-        return Error("cgroup", why, r.error().code());
-    }
-    return {};
 }
 
 // The paths in /proc/self/cgroup are relative to this process's cgroup namespace, but the

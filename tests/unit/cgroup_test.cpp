@@ -5,7 +5,7 @@
 namespace nestbox::launcher {
 namespace {
 
-using namespace cgroup_detail;
+using namespace cgroupfs;
 
 TEST(Cgroup, FindsItsOwnGroupInEachHierarchy) {
     const std::string self =
