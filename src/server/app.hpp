@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "src/server/agents.hpp"
+#include "src/server/cgroups.hpp"
 #include "src/server/config.hpp"
 #include "src/server/exec.hpp"
 #include "src/server/health.hpp"
@@ -15,14 +16,16 @@
 namespace nestbox::server {
 
 struct App {
-    App(Config c, std::unique_ptr<AgentRegistry> registry)
+    App(Config c, std::unique_ptr<AgentRegistry> registry, ServerCgroups groups)
         : config(std::move(c)),
           agents(std::move(registry)),
+          cgroups(std::move(groups)),
           workspaces(config.shared_dirs, config.max_body_bytes),
-          executor(config, *agents, workspaces, metrics) {}
+          executor(config, *agents, workspaces, cgroups, metrics) {}
 
     Config config;
     std::unique_ptr<AgentRegistry> agents;
+    ServerCgroups cgroups;
     Workspaces workspaces;
     Metrics metrics;
     Executor executor;

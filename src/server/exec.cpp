@@ -263,6 +263,7 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& sin
         std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(timeout * 1000)));
     p.limits.mode =
         config_.best_effort_limits ? policy::LimitMode::BestEffort : policy::LimitMode::Strict;
+    p.limits.cgroup_parent = cgroups_.parent_for(agent->id);
     p.seccomp = config_.seccomp;
     for (const auto& [name, dir] : config_.shared_dirs) {
         p.mounts.push_back(
@@ -352,6 +353,8 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& sin
         (void)co_await exited.async_wait(Descriptor::wait_read, asio::as_tuple(use_awaitable));
     }
     const int launcher_status = Reaper::instance().collect(child.pidfd);
+    // A launcher that was killed before it could clean up leaves its (empty) groups behind.
+    if (!report.exited) cgroups_.remove_stale(child.pidfd.pid());
     {
         std::lock_guard lock(mu_);
         pidfds_.erase(child.pidfd.get());

@@ -21,6 +21,7 @@
 #include "src/core/json_writer.hpp"
 #include "src/server/agents.hpp"
 #include "src/server/artifacts.hpp"
+#include "src/server/cgroups.hpp"
 #include "src/server/config.hpp"
 #include "src/server/http.hpp"
 #include "src/server/metrics.hpp"
@@ -58,8 +59,12 @@ class ExecSink {
 class Executor {
   public:
     Executor(const Config& config, AgentRegistry& agents, const Workspaces& workspaces,
-             Metrics& metrics)
-        : config_(config), agents_(agents), workspaces_(workspaces), metrics_(metrics) {}
+             const ServerCgroups& cgroups, Metrics& metrics)
+        : config_(config),
+          agents_(agents),
+          workspaces_(workspaces),
+          cgroups_(cgroups),
+          metrics_(metrics) {}
 
     // `streaming` selects line-grouped output with a short flush delay for partial lines.
     asio::awaitable<Parsed<ExecResult>> run(ExecRequest req, ExecSink& sink, Responder& client,
@@ -75,6 +80,7 @@ class Executor {
     const Config& config_;
     AgentRegistry& agents_;
     const Workspaces& workspaces_;
+    const ServerCgroups& cgroups_;
     Metrics& metrics_;
     std::atomic<std::size_t> in_use_{0};
     mutable std::mutex mu_;

@@ -25,9 +25,10 @@ struct SelfTest {
 };
 
 // Runs `true` in a sandbox with the server's default limits, synchronously, before serving.
-SelfTest run_self_test(const Config& config) {
+SelfTest run_self_test(const Config& config, const ServerCgroups& cgroups) {
     SelfTest t;
     policy::Policy p;
+    p.limits.cgroup_parent = cgroups.parent_for("");
     p.limits.memory_bytes = config.memory_mb.fallback << 20;
     p.limits.cpu_percent = config.cpu_percent.fallback;
     p.limits.pids = config.pids.fallback;
@@ -101,8 +102,10 @@ bool user_namespaces_available() {
 
 }  // namespace
 
-Health::Health(const Config& config) {
-    const SelfTest t = run_self_test(config);
+Health::Health(const Config& config, const ServerCgroups& cgroups,
+               std::vector<std::string> warnings)
+    : warnings_(std::move(warnings)) {
+    const SelfTest t = run_self_test(config, cgroups);
     self_test_ok_ = t.ok;
     cgroup_ = t.cgroup;
     seccomp_ = t.ok && config.seccomp != "none";
@@ -123,14 +126,15 @@ Health::Health(const Config& config) {
             "--limits=best-effort: a limit the host cannot enforce is dropped, not refused");
     if (config.seccomp == "none") warnings_.emplace_back("seccomp is off (--seccomp none)");
     if (config.allow_network)
-        warnings_.emplace_back("--allow-network: requests may give their sandbox the host's network");
+        warnings_.emplace_back(
+            "--allow-network: requests may give their sandbox the host's network");
     if (!config.token) {
         warnings_.emplace_back(config.insecure_no_auth && !config.listen.loopback()
-                                ? "no token and listening beyond loopback (--insecure-no-auth): "
-                                  "anyone who can reach " +
-                                      config.listen.to_string() + " can run commands"
-                                : "no token: any local process that can reach " +
-                                      config.listen.to_string() + " can run commands");
+                                   ? "no token and listening beyond loopback (--insecure-no-auth): "
+                                     "anyone who can reach " +
+                                         config.listen.to_string() + " can run commands"
+                                   : "no token: any local process that can reach " +
+                                         config.listen.to_string() + " can run commands");
     }
     if (::geteuid() != 0) {
         warnings_.emplace_back(

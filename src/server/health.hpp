@@ -7,13 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "src/server/cgroups.hpp"
 #include "src/server/config.hpp"
 
 namespace nestbox::server {
 
 class Health {
   public:
-    explicit Health(const Config& config);
+    // `warnings`: what start-up already found (cgroup delegation, say).
+    Health(const Config& config, const ServerCgroups& cgroups, std::vector<std::string> warnings);
 
     bool ready() const { return self_test_ok_; }
     std::string cgroup() const { return cgroup_; }

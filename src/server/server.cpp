@@ -71,8 +71,15 @@ int run_server(Config config) {
         log_event(spdlog::level::critical, "startup_failed", registry.error().message());
         return 1;
     }
-    App app(std::move(config), std::move(*registry));
-    app.health = std::make_unique<Health>(app.config);
+    // Before any thread or sandbox exists: the server may have to move itself into a leaf group.
+    std::vector<std::string> warnings;
+    ServerCgroups cgroups = ServerCgroups::setup(CgroupLayout::detect(), warnings);
+    if (const std::size_t stale = cgroups.remove_stale(); stale > 0) {
+        log_event(spdlog::level::info, "cgroup",
+                  "removed " + std::to_string(stale) + " sandbox group(s) left by a crash");
+    }
+    App app(std::move(config), std::move(*registry), std::move(cgroups));
+    app.health = std::make_unique<Health>(app.config, app.cgroups, std::move(warnings));
 
     asio::io_context ioc(static_cast<int>(app.config.threads));
     auto listener = Listener::bind(ioc, app.config.listen);

@@ -301,38 +301,37 @@ Parsed<Listing> Workspaces::list(const Agent& agent, const std::string& path,
         }
         return top.error();
     }
-    std::function<void(int, const std::string&, int)> walk = [&](int dirfd,
-                                                                 const std::string& prefix,
-                                                                 int depth) {
-        DIR* d = ::fdopendir(::fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
-        if (d == nullptr) return;
-        std::vector<DirEntry> here;
-        while (dirent* e = ::readdir(d)) {
-            const std::string name = e->d_name;
-            if (name == "." || name == "..") continue;
-            struct stat st {};
-            if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-            here.push_back({name, join_path(prefix, name), type_of(st.st_mode),
-                            static_cast<std::uint64_t>(st.st_size), seconds(st.st_mtim)});
-        }
-        ::closedir(d);
-        std::sort(here.begin(), here.end(),
-                  [](const auto& a, const auto& b) { return a.name < b.name; });
-        for (DirEntry& e : here) {
-            if (out.entries.size() >= kMaxListEntries) {
-                out.truncated = true;
-                return;
+    std::function<void(int, const std::string&, int)> walk =
+        [&](int dirfd, const std::string& prefix, int depth) {
+            DIR* d = ::fdopendir(::fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
+            if (d == nullptr) return;
+            std::vector<DirEntry> here;
+            while (dirent* e = ::readdir(d)) {
+                const std::string name = e->d_name;
+                if (name == "." || name == "..") continue;
+                struct stat st {};
+                if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+                here.push_back({name, join_path(prefix, name), type_of(st.st_mode),
+                                static_cast<std::uint64_t>(st.st_size), seconds(st.st_mtim)});
             }
-            const bool descend = recursive && e.type == "directory" && depth < 64;
-            const std::string child_prefix = e.path;
-            out.entries.push_back(std::move(e));
-            if (descend) {
-                UniqueFd child(::openat(dirfd, out.entries.back().name.c_str(),
-                                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-                if (child) walk(child.get(), child_prefix, depth + 1);
+            ::closedir(d);
+            std::sort(here.begin(), here.end(),
+                      [](const auto& a, const auto& b) { return a.name < b.name; });
+            for (DirEntry& e : here) {
+                if (out.entries.size() >= kMaxListEntries) {
+                    out.truncated = true;
+                    return;
+                }
+                const bool descend = recursive && e.type == "directory" && depth < 64;
+                const std::string child_prefix = e.path;
+                out.entries.push_back(std::move(e));
+                if (descend) {
+                    UniqueFd child(::openat(dirfd, out.entries.back().name.c_str(),
+                                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+                    if (child) walk(child.get(), child_prefix, depth + 1);
+                }
             }
-        }
-    };
+        };
     walk(top->get(), *rel, 0);
     return out;
 }

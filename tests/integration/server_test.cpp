@@ -635,6 +635,31 @@ TEST_F(ServerTest, RestartKeepsTheRegistry) {
     EXPECT_NE(out_of(exec(s, "second-agent", "id -u")), before);
 }
 
+// A launcher killed with SIGKILL cannot remove its cgroup; the next server start does.
+TEST_F(ServerTest, StartupRemovesSandboxGroupsLeftByACrash) {
+    std::ifstream self("/proc/self/cgroup");
+    std::string line, own;
+    while (std::getline(self, line)) {
+        if (line.find(":pids:") != std::string::npos) own = line.substr(line.rfind(':') + 1);
+    }
+    ASSERT_FALSE(own.empty()) << "this host has no cgroup v1 pids hierarchy";
+    const std::string tree =
+        "/sys/fs/cgroup/pids" + (own == "/" ? std::string() : own) + "/nestbox";
+    fs::create_directories(tree);
+    ASSERT_FALSE(fs::exists("/proc/999999"));
+    const std::string stale = tree + "/nbx-999999-deadbeef";  // its launcher is gone
+    const std::string live = tree + "/nbx-" + std::to_string(getpid()) +
+                             "-cafef00d";  // not a launcher's: kept? see below
+    fs::create_directory(stale);
+    fs::create_directory(live);
+    Server s;
+    EXPECT_FALSE(fs::exists(stale))
+        << "a group left by a dead launcher survived the start-up sweep";
+    EXPECT_FALSE(fs::exists(live))
+        << "our pid is not a nestbox launcher, so its group is stale too";
+    EXPECT_EQ(s.get("/healthz").status, 200);
+}
+
 TEST_F(ServerTest, ShutdownLetsRunningSandboxesFinish) {
     Server s({"--shutdown-grace", "10"});
     HttpResponse result;
