@@ -101,7 +101,7 @@ std::size_t ServerCgroups::remove_stale(std::optional<int> pid) const {
         }
         ::closedir(d);
         for (const std::string& name : names) {
-            const std::string path = dir + "/" + name;
+            const std::string path = std::string(dir).append("/").append(name);
             const std::optional<int> owner = leaf_owner(name);
             if (!owner) {
                 if (depth == 0) sweep(path, 1);
