@@ -2,10 +2,12 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,13 +65,17 @@ std::uint16_t free_port() {
     return ntohs(addr.sin_port);
 }
 
-Server::Server(std::vector<std::string> args, bool wait_ready) : args_(std::move(args)) {
+Server::Server(std::vector<std::string> args, bool wait_ready)
+    : Server(std::move(args), ServerOptions{.wait_ready = wait_ready}) {}
+
+Server::Server(std::vector<std::string> args, ServerOptions options)
+    : args_(std::move(args)), options_(std::move(options)) {
     char tmpl[] = "/tmp/nestboxd-test-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
     root_ = dir_ + "/workspaces";
     port_ = free_port();
-    start(wait_ready);
+    start(options_.wait_ready);
 }
 
 Server::~Server() {
@@ -95,13 +101,24 @@ void Server::start(bool wait_ready) {
         cargv.push_back(a.data());
     cargv.push_back(nullptr);
     const std::string log_path = dir_ + "/server.log";
-    pid_ = fork();
+    if (options_.pid_namespace) {
+        // fork() cannot make the child PID 1 of a new namespace (unshare(CLONE_NEWPID) applies to
+        // the caller's later children only): clone3 as a plain fork with CLONE_NEWPID does.
+        clone_args args{};
+        args.flags = CLONE_NEWPID;
+        args.exit_signal = SIGCHLD;
+        pid_ = static_cast<pid_t>(syscall(SYS_clone3, &args, sizeof args));
+        if (pid_ < 0) throw std::runtime_error("clone3(CLONE_NEWPID) failed");
+    } else {
+        pid_ = fork();
+    }
     if (pid_ == 0) {
         const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         dup2(log, 2);
         const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         dup2(null, 0);
         dup2(null, 1);
+        if (options_.before_exec && !options_.before_exec()) _exit(96);
         execv(cargv[0], cargv.data());
         _exit(97);
     }
@@ -133,6 +150,22 @@ void Server::stop() {
     if (pid_ <= 0) return;
     kill(pid_, SIGTERM);
     wait_exit();
+}
+
+bool Server::stop_within(std::chrono::milliseconds limit) {
+    if (pid_ <= 0) return true;
+    kill(pid_, SIGTERM);
+    for (auto deadline = std::chrono::steady_clock::now() + limit;
+         std::chrono::steady_clock::now() < deadline;) {
+        int status = 0;
+        if (waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = 0;
+            return true;
+        }
+        std::this_thread::sleep_for(20ms);
+    }
+    kill_hard();
+    return false;
 }
 
 void Server::kill_hard() {

@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,10 +22,23 @@ struct HttpResponse {
     std::string error_code() const;  // error.code of an error body, or ""
 };
 
+// Where and how nestboxd is started, for tests that start it the way a deployment does.
+struct ServerOptions {
+    bool wait_ready = true;  // return once it accepts connections
+    // Start it as PID 1 of a new PID namespace, as a container runtime starts a container's init.
+    bool pid_namespace = false;
+    // Runs in the child right before nestboxd is executed (after the new PID namespace is made,
+    // so the child is its PID 1): to join a cgroup, enter other namespaces, mount. Returns false
+    // to fail the start (the child then exits 96). Started without glibc's fork handlers when
+    // pid_namespace is set, so it must not rely on a lock another thread of the test might hold.
+    std::function<bool()> before_exec;
+};
+
 class Server {
   public:
     // Starts nestboxd with `args` added to the defaults (--listen, --workspace-root, --launcher).
     explicit Server(std::vector<std::string> args = {}, bool wait_ready = true);
+    Server(std::vector<std::string> args, ServerOptions options);
     ~Server();
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
@@ -42,14 +56,16 @@ class Server {
     // An open TCP connection to the server, for tests that speak raw HTTP.
     int connect() const;
 
-    void stop();       // SIGTERM and wait
+    void stop();  // SIGTERM and wait
+    // SIGTERM, and false if the server has not exited `limit` later (it is then SIGKILLed).
+    bool stop_within(std::chrono::milliseconds limit);
     void kill_hard();  // SIGKILL and wait
     int wait_exit();   // the exit status after stop()
-    void restart();    // start again with the same arguments and workspace root
+    void restart();    // start again with the same arguments, options and workspace root
     bool running() const;
 
     std::uint16_t port() const { return port_; }
-    pid_t pid() const { return pid_; }
+    pid_t pid() const { return pid_; }  // in the test's PID namespace
     const std::string& workspace_root() const { return root_; }
     std::string log() const;  // what nestboxd wrote to stderr
 
@@ -57,6 +73,7 @@ class Server {
     void start(bool wait_ready);
 
     std::vector<std::string> args_;
+    ServerOptions options_;
     std::string dir_;
     std::string root_;
     std::uint16_t port_ = 0;
