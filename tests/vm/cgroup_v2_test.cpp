@@ -159,10 +159,12 @@ TEST(Limits, CpuLimitHoldsABusyLoopNearItsShare) {
 
 TEST(Limits, UsageComesFromTheV2Group) {
     // What only the group sees: a tmpfs file is charged to it but is in no process's RSS, and a
-    // busy process killed at the timeout was never reaped, so its time is in no rusage.
+    // busy process killed at the timeout was never reaped, so its time is in no rusage. 16 MiB
+    // are written well within the timeout even on a loaded host (64 MiB were not, under TCG
+    // with the host's cores busy: the timeout cut dd short at a peak of 35 MiB).
     RunResult r = run_nestbox(
         with_probe({"--memory", "256M", "--timeout", "2", "--", "/bin/sh", "-c",
-                    "dd if=/dev/zero of=/tmp/f bs=1M count=64 && /probe busy 60 & sleep 60"}));
+                    "dd if=/dev/zero of=/tmp/f bs=1M count=16 && /probe busy 60 & sleep 60"}));
     EXPECT_EQ(r.exit_code, 137) << r.err;
     const json::object e = r.exited();
     ASSERT_FALSE(e.empty()) << r.err;
@@ -172,7 +174,7 @@ TEST(Limits, UsageComesFromTheV2Group) {
     EXPECT_TRUE(e.at("warnings").as_array().empty());
     EXPECT_GE(usage(r, "cpu_ms"), 1000);
     EXPECT_LE(usage(r, "cpu_ms"), 2500);
-    EXPECT_GE(usage(r, "memory_peak_bytes"), 48 << 20) << r.out << r.err;
+    EXPECT_GE(usage(r, "memory_peak_bytes"), 16 << 20) << r.out << r.err;
     EXPECT_LT(usage(r, "memory_peak_bytes"), 256 << 20);
 }
 
