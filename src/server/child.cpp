@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "src/core/files.hpp"
 
@@ -104,6 +105,16 @@ Result<Child> spawn_launcher(const std::vector<std::string>& argv, const std::st
     c.stderr_r = std::move(err.read);
     c.status_r = std::move(status.read);
     return c;
+}
+
+std::string describe_wait_status(int status) {
+    if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) {
+        const char* name = ::sigabbrev_np(WTERMSIG(status));
+        return name != nullptr ? std::string("signal SIG") + name
+                               : "signal " + std::to_string(WTERMSIG(status));
+    }
+    return "wait status " + std::to_string(status);
 }
 
 Reaper& Reaper::instance() {

@@ -31,6 +31,9 @@ struct Child {
 Result<Child> spawn_launcher(const std::vector<std::string>& argv, const std::string& policy_json,
                              bool with_stdin);
 
+// "exit status 125", "signal SIGPIPE": a wait status for a message.
+std::string describe_wait_status(int status);
+
 // Reaps exited children. Normally each exec reaps its own launcher through its pidfd. When the
 // server is PID 1 (a container's init) it must also reap orphans that the kernel reparents to it;
 // then a SIGCHLD handler reaps everything, and statuses of children an exec is waiting for are

@@ -153,6 +153,29 @@ asio::awaitable<void> feed_stdin(Descriptor* pipe, const std::string& data) {
     pipe->close();
 }
 
+// What the launcher wrote on stderr before the sandbox started: all it says when it fails before
+// it can use its status fd (an option or a policy file it cannot read). Passed on unchanged.
+class LauncherWords final : public ExecSink {
+  public:
+    explicit LauncherWords(ExecSink& inner) : inner_(inner) {}
+    asio::awaitable<bool> started(pid_t pid) override {
+        started_ = true;
+        co_return co_await inner_.started(pid);
+    }
+    asio::awaitable<bool> output(StreamId which, std::string data) override {
+        if (!started_ && which == StreamId::Stderr && words_.size() < kKept)
+            words_ += data.substr(0, kKept - words_.size());
+        co_return co_await inner_.output(which, std::move(data));
+    }
+    std::string words() const { return words_.substr(0, words_.find_last_not_of('\n') + 1); }
+
+  private:
+    static constexpr std::size_t kKept = 4096;
+    ExecSink& inner_;
+    bool started_ = false;
+    std::string words_;
+};
+
 }  // namespace
 
 void ExecResult::write_fields(JsonWriter& w) const {
@@ -210,7 +233,7 @@ void Executor::terminate_all() {
         (void)PidFd(UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3)), 0).send_signal(SIGTERM);
 }
 
-asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& sink,
+asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& client_sink,
                                                   Responder& client, bool streaming) {
     // 1. Validate everything before anything is written or started.
     auto agent = agents_.get_or_create(req.agent_id);
@@ -307,6 +330,7 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& sin
     }
 
     const auto ex = co_await asio::this_coro::executor;
+    LauncherWords sink(client_sink);
     Descriptor out(ex, child.stdout_r.release()), err(ex, child.stderr_r.release());
     Descriptor status(ex, child.status_r.release()),
         exited(ex, ::fcntl(child.pidfd.get(), F_DUPFD_CLOEXEC, 3));
@@ -372,11 +396,11 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& sin
         result.timed_out = true;
     } else {
         // No report at all: whatever ran, it was not a sandbox we can vouch for. Fail closed.
-        co_return ApiError{
-            http::status::internal_server_error, "sandbox_failed",
-            "the sandbox could not be set up: " +
-                report.error.value_or("the launcher ended without a report (wait status " +
-                                      std::to_string(launcher_status) + ")")};
+        std::string why =
+            "the launcher ended with " + describe_wait_status(launcher_status) + " and no report";
+        if (!report.started && !sink.words().empty()) why += ": " + sink.words();
+        co_return ApiError{http::status::internal_server_error, "sandbox_failed",
+                           "the sandbox could not be set up: " + report.error.value_or(why)};
     }
     result.stdout_truncated = out_stream.truncated();
     result.stderr_truncated = err_stream.truncated();

@@ -67,8 +67,8 @@ class Executor {
           metrics_(metrics) {}
 
     // `streaming` selects line-grouped output with a short flush delay for partial lines.
-    asio::awaitable<Parsed<ExecResult>> run(ExecRequest req, ExecSink& sink, Responder& client,
-                                            bool streaming);
+    asio::awaitable<Parsed<ExecResult>> run(ExecRequest req, ExecSink& client_sink,
+                                            Responder& client, bool streaming);
 
     // Shutdown: asks every running launcher to end its sandbox (SIGTERM; they clean up).
     void terminate_all();

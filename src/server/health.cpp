@@ -45,8 +45,12 @@ SelfTest run_self_test(const Config& config, const ServerCgroups& cgroups) {
         return t;
     }
     child->stdout_r.reset();
-    child->stderr_r.reset();
+    // stderr stays open: a launcher that fails before it can use its status fd (an option or a
+    // policy file it cannot read) says why there alone, and with the pipe closed it was killed by
+    // SIGPIPE saying it, leaving "ended with status 13". It writes a line or two there at most.
     auto events = read_fd(child->status_r.get(), 1 << 20);
+    auto said = read_fd(child->stderr_r.get(), 64 << 10);
+    child->stderr_r.reset();
     const int status = Reaper::instance().collect(child->pidfd);
     if (!events) {
         t.error = "reading the launcher's status: " + events.error().message();
@@ -89,8 +93,10 @@ SelfTest run_self_test(const Config& config, const ServerCgroups& cgroups) {
         }
     }
     if (t.error.empty() && !t.ok) {
-        t.error = "the launcher " + config.launcher + " ended with status " +
-                  std::to_string(status) + " and no report";
+        t.error = "the launcher " + config.launcher + " ended with " +
+                  describe_wait_status(status) + " and no report";
+        if (said && !said->empty())
+            t.error += ": " + said->substr(0, said->find_last_not_of('\n') + 1);
     }
     return t;
 }

@@ -10,6 +10,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -34,8 +35,8 @@ asio::awaitable<void> wait_until_idle(App& app, std::chrono::steady_clock::durat
     }
 }
 
-asio::awaitable<void> shutdown_on_signal(App& app, Listener& listener, asio::io_context& ioc) {
-    asio::signal_set signals(ioc, SIGTERM, SIGINT);
+asio::awaitable<void> shutdown_on_signal(App& app, Listener& listener, asio::io_context& ioc,
+                                         asio::signal_set& signals) {
     auto [ec, sig] = co_await signals.async_wait(asio::as_tuple(use_awaitable));
     log_event(spdlog::level::info, "shutdown",
               "signal " + std::to_string(sig) + ": no new requests; " +
@@ -52,8 +53,7 @@ asio::awaitable<void> shutdown_on_signal(App& app, Listener& listener, asio::io_
     ioc.stop();
 }
 
-asio::awaitable<void> reap_orphans(asio::io_context& ioc) {
-    asio::signal_set sigchld(ioc, SIGCHLD);
+asio::awaitable<void> reap_orphans(asio::signal_set& sigchld) {
     for (;;) {
         auto [ec, sig] = co_await sigchld.async_wait(asio::as_tuple(use_awaitable));
         if (ec) co_return;
@@ -87,9 +87,17 @@ int run_server(Config config) {
         log_event(spdlog::level::critical, "startup_failed", listener.error().message());
         return 1;
     }
+    // The signal sets are made here, on one thread, before any runs the io_context. Made by two
+    // coroutines starting on two threads at once, Asio (1.81) could build its signal service
+    // twice: the spare one, destroyed, removed the signal pipe from the reactor, and from then
+    // on every signal was lost. As PID 1 that meant SIGTERM did nothing (a container's init
+    // has no default action) and orphans were never reaped; about one start in twenty.
+    asio::signal_set stop_signals(ioc, SIGTERM, SIGINT);
+    std::optional<asio::signal_set> sigchld;
+    if (::getpid() == 1) sigchld.emplace(ioc, SIGCHLD);
     asio::co_spawn(ioc, (*listener)->accept_loop(app), asio::detached);
-    asio::co_spawn(ioc, shutdown_on_signal(app, **listener, ioc), asio::detached);
-    if (::getpid() == 1) asio::co_spawn(ioc, reap_orphans(ioc), asio::detached);
+    asio::co_spawn(ioc, shutdown_on_signal(app, **listener, ioc, stop_signals), asio::detached);
+    if (sigchld) asio::co_spawn(ioc, reap_orphans(*sigchld), asio::detached);
     log_event(spdlog::level::info, "listening",
               app.config.listen.to_string() + " workspaces=" + app.config.workspace_root +
                   " agents=" + std::to_string(app.agents->size()) +

@@ -2,7 +2,9 @@
 // the attacks the contract promises to contain (another agent's files, symlinks, slow and
 // vanishing clients, oversized bodies, races).
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -623,6 +625,31 @@ TEST_F(ServerTest, ABrokenLauncherFailsClosed) {
     EXPECT_EQ(r.error_code(), "sandbox_failed");
 }
 
+// A launcher that refuses before it can use its status fd says why on stderr alone: the server
+// must pass that on, in /healthz and in the error of /exec, not lose it (the self-test used to
+// close the pipe, and the launcher died of SIGPIPE saying it).
+TEST_F(ServerTest, ALauncherThatRefusesIsQuoted) {
+    TempDir dir;
+    const std::string launcher = dir.path() + "/nestbox";
+    std::ofstream(launcher) << "#!/bin/sh\necho 'nestbox: /dev/fd/3: No such file or directory' "
+                               ">&2\nexit 125\n";
+    ASSERT_EQ(chmod(launcher.c_str(), 0755), 0);
+    Server s({"--launcher", launcher});
+    HttpResponse h = s.get("/healthz");
+    EXPECT_EQ(h.status, 503);
+    EXPECT_NE(h.body.find("ended with exit status 125 and no report: nestbox: /dev/fd/3: No such "
+                          "file or directory\""),
+              std::string::npos)
+        << h.body;
+    HttpResponse r = s.post("/exec", {{"agent_id", "a"}, {"command", "true"}});
+    EXPECT_EQ(r.status, 500);
+    EXPECT_EQ(r.error_code(), "sandbox_failed");
+    EXPECT_NE(r.body.find("exit status 125 and no report: nestbox: /dev/fd/3: No such file or "
+                          "directory\""),
+              std::string::npos)
+        << r.body;
+}
+
 TEST_F(ServerTest, RestartKeepsTheRegistry) {
     Server s;
     const std::string before = out_of(exec(s, "persistent-agent", "id -u"));
@@ -659,6 +686,27 @@ TEST_F(ServerTest, StartupRemovesSandboxGroupsLeftByACrash) {
         << "a group left by a dead launcher survived the start-up sweep";
     EXPECT_FALSE(fs::exists(not_a_launcher));
     EXPECT_EQ(s.get("/healthz").status, 200);
+}
+
+// As a container's init (PID 1), nestboxd gets no default action for a signal it has no handler
+// for: if its SIGTERM handling ever fails, `docker stop` waits out its grace period and kills it,
+// and (SIGCHLD) orphans are never reaped. Asio's signal service once lost every signal, about one
+// start in twenty, when two threads made the first signal sets at once: hence many starts.
+TEST_F(ServerTest, AsPid1ItStopsOnSigtermEveryTime) {
+    ServerOptions o;
+    o.pid_namespace = true;
+    // Its own /proc, as runtimes mount one, so that it sees itself as PID 1 there too.
+    o.before_exec = [] {
+        return unshare(CLONE_NEWNS) == 0 &&
+               mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+               mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0;
+    };
+    for (int start = 0; start < 40; ++start) {
+        Server s({}, o);
+        ASSERT_EQ(s.get("/healthz").status, 200) << s.log();
+        ASSERT_TRUE(s.stop_within(5s)) << "start " << start << ": SIGTERM was ignored\n" << s.log();
+        ASSERT_NE(s.log().find("shutdown"), std::string::npos) << s.log();
+    }
 }
 
 TEST_F(ServerTest, ShutdownLetsRunningSandboxesFinish) {
