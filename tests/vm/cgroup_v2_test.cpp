@@ -5,8 +5,6 @@
 // parent is /tests/nestbox.
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <sched.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -14,7 +12,6 @@
 
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <iostream>
 #include <thread>
@@ -22,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/integration/harness.hpp"
+#include "tests/vm/vm_cgroups.hpp"
 
 namespace nestbox::test {
 namespace {
@@ -30,41 +28,11 @@ namespace json = boost::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-const std::string kCgroupRoot = "/sys/fs/cgroup";
 const std::string kDefaultParent = kCgroupRoot + "/tests/nestbox";
-
-std::string read_text(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-bool write_text(const std::string& path, const std::string& value) {
-    std::ofstream out(path);
-    out << value;
-    out.flush();
-    return static_cast<bool>(out);
-}
 
 std::int64_t usage(const RunResult& r, const char* key) {
     const json::value& v = r.exited().at("usage").at(key);
     return v.is_null() ? -1 : v.as_int64();
-}
-
-// rmdir, retried while the kernel finishes releasing the group's last exited process.
-void remove_group(const std::string& path) {
-    for (int i = 0; i < 100 && ::rmdir(path.c_str()) != 0 && errno == EBUSY; ++i)
-        std::this_thread::sleep_for(10ms);
-}
-
-// Every nbx-* group anywhere in the hierarchy: the launcher's leaves, whoever made them.
-std::vector<std::string> all_sandbox_groups() {
-    std::vector<std::string> out;
-    for (const auto& entry : fs::recursive_directory_iterator(kCgroupRoot)) {
-        if (entry.is_directory() && entry.path().filename().string().starts_with("nbx-")) {
-            out.push_back(entry.path());
-        }
-    }
-    return out;
 }
 
 // Runs nestbox in the background; `watch` is called every 20 ms while it runs (with the
@@ -74,7 +42,7 @@ RunResult run_watching(const std::vector<std::string>& args,
                        const RunOptions& options = {}) {
     auto run = std::async(std::launch::async, [&] { return run_nestbox(args, options); });
     while (run.wait_for(20ms) == std::future_status::timeout) {
-        if (watch(all_sandbox_groups())) break;
+        if (watch(sandbox_groups())) break;
     }
     return run.get();
 }
@@ -83,7 +51,7 @@ RunResult run_watching(const std::vector<std::string>& args,
 class NoGroupsLeft : public testing::Environment {
   public:
     void TearDown() override {
-        EXPECT_EQ(all_sandbox_groups(), std::vector<std::string>{}) << "sandbox groups left behind";
+        EXPECT_EQ(sandbox_groups(), std::vector<std::string>{}) << "sandbox groups left behind";
     }
 };
 const auto* const kNoGroupsLeft = testing::AddGlobalTestEnvironment(new NoGroupsLeft);
@@ -231,12 +199,12 @@ TEST(Cleanup, LauncherErrorsLeaveNoGroup) {
         RunResult r = run_nestbox(c.args);
         EXPECT_EQ(r.exit_code, 125) << c.args[2] << ": " << r.err;
         EXPECT_NE(r.err.find(c.must_mention), std::string::npos) << r.err;
-        EXPECT_TRUE(all_sandbox_groups().empty()) << c.args[2];
+        EXPECT_TRUE(sandbox_groups().empty()) << c.args[2];
     }
     // A command that is not there is the command's failure, not the launcher's; same rule.
     RunResult r = run_nestbox({"--memory", "64M", "--", "/no/such/command"});
     EXPECT_EQ(r.exit_code, 127) << r.err;
-    EXPECT_TRUE(all_sandbox_groups().empty());
+    EXPECT_TRUE(sandbox_groups().empty());
 }
 
 // --- the sandbox cannot leave its group ------------------------------------------------------
@@ -284,42 +252,22 @@ class Container : public testing::Test {
         path_ = kCgroupRoot + "/" + unique_name("ctr-");
         ASSERT_TRUE(fs::create_directory(path_));
     }
-    void TearDown() override {
-        // Children first: rmdir of a cgroup refuses while it has any.
-        std::vector<fs::path> dirs;
-        for (const auto& e : fs::recursive_directory_iterator(path_)) {
-            if (e.is_directory()) dirs.push_back(e.path());
-        }
-        std::sort(dirs.rbegin(), dirs.rend());
-        for (const auto& d : dirs)
-            remove_group(d);
-        remove_group(path_);
-    }
+    void TearDown() override { remove_tree(path_); }
 
     // `into_leaf`: like nestboxd will, the process first moves from the namespace's root into
     // a leaf group of its own (/init), so the root holds no process.
     RunOptions inside(bool into_leaf, bool remount = true) const {
         RunOptions o;
         o.before_exec = [path = path_, into_leaf, remount] {
-            auto failed = [](const char* step) {
-                std::fprintf(stderr, "entering the container: %s: %s\n", step,
-                             strerrordesc_np(errno));
-                return false;
-            };
-            if (!write_text(path + "/cgroup.procs", "0")) return failed("joining the group");
-            if (::unshare(CLONE_NEWCGROUP | CLONE_NEWNS) != 0) return failed("unshare");
-            if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-                return failed("making mounts private");
-            // The old mount goes first: the kernel refuses to stack a superblock on itself.
-            if (remount && (::umount2("/sys/fs/cgroup", MNT_DETACH) != 0 ||
-                            ::mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, nullptr) != 0)) {
-                return failed("mounting cgroup2");
-            }
+            if (!enter_container(path, remount)) return false;
             if (into_leaf) {
                 const std::string leaf = remount ? kCgroupRoot + "/init" : path + "/init";
-                if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST)
-                    return failed("mkdir init");
-                if (!write_text(leaf + "/cgroup.procs", "0")) return failed("joining init");
+                if ((::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) ||
+                    !write_text(leaf + "/cgroup.procs", "0")) {
+                    std::fprintf(stderr, "entering the container: joining %s: %s\n", leaf.c_str(),
+                                 strerrordesc_np(errno));
+                    return false;
+                }
             }
             return true;
         };
@@ -345,7 +293,7 @@ TEST_F(Container, LimitsNeedTheRootsProcessesInALeaf) {
         EXPECT_NE(r.err.find("--cgroup-parent"), std::string::npos) << r.err;
         ASSERT_NE(r.event("error"), nullptr);
         EXPECT_EQ(r.event("error")->at("errno").as_int64(), EBUSY);
-        EXPECT_TRUE(all_sandbox_groups().empty());
+        EXPECT_TRUE(sandbox_groups().empty());
     }
 }
 
@@ -368,7 +316,7 @@ void Container::expect_limits_work(const std::vector<std::string>& parent_option
     EXPECT_TRUE(r.exited().at("oom_killed").as_bool());
     ASSERT_EQ(seen.size(), 1u);
     EXPECT_TRUE(seen[0].starts_with(path_ + parent + "/")) << seen[0];
-    EXPECT_TRUE(all_sandbox_groups().empty());
+    EXPECT_TRUE(sandbox_groups().empty());
 }
 
 TEST_F(Container, LimitsWorkOnceTheRootHoldsNoProcess) {
@@ -387,7 +335,7 @@ TEST_F(Container, ANamespaceShowingMoreThanItsRootNeedsTheParentNamed) {
     RunResult r = run_nestbox({"--memory", "64M", "--", "true"}, inside(true, false));
     EXPECT_EQ(r.exit_code, 125) << r.err;
     EXPECT_NE(r.err.find("cgroup namespace"), std::string::npos) << r.err;
-    EXPECT_TRUE(all_sandbox_groups().empty());
+    EXPECT_TRUE(sandbox_groups().empty());
     // Named as the mount shows it, the parent works, inside the container's group.
     const std::string parent = "/" + fs::path(path_).filename().string() + "/sandboxes";
     expect_limits_work({"--cgroup-parent", parent}, "/sandboxes", false);

@@ -33,6 +33,9 @@ fi
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+# What udev or a container runtime adds to devtmpfs: nestboxd gives the launcher its policy as
+# /dev/fd/3.
+ln -s /proc/self/fd /dev/fd
 # cgroup2 alone, where nestbox looks for it; the kernel runs with cgroup_no_v1=all.
 mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup || verdict "fail: mounting cgroup2"
 ip link set lo up 2>/dev/null
@@ -43,24 +46,28 @@ echo "vm: $(uname -r), cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controlle
 # systemd (system.slice/x.service): nestbox's default parent is then tests/nestbox, beside it.
 mkdir -p /sys/fs/cgroup/tests/runner
 filter=$(sed -n 's/.*nestbox\.gtest_filter=\([^ ]*\).*/\1/p' /proc/cmdline)
-status=0
-sh -c 'echo 0 >/sys/fs/cgroup/tests/runner/cgroup.procs && exec "$@"' runner \
-    env GTEST_COLOR=no NESTBOX=/vm/nestbox NESTBOX_PROBE=/vm/probe \
-    /vm/vm_tests ${filter:+--gtest_filter=$filter} || status=$?
+failed=
+# Runs a test program in /tests/runner with the binaries' paths in its environment.
+run_tests() {
+    sh -c 'echo 0 >/sys/fs/cgroup/tests/runner/cgroup.procs && exec "$@"' runner \
+        env GTEST_COLOR=no NESTBOX=/vm/nestbox NESTBOX_PROBE=/vm/probe NESTBOXD=/vm/nestboxd \
+        "$1" ${filter:+--gtest_filter=$filter} || failed="$failed $(basename "$1")"
+}
+run_tests /vm/vm_tests
 
 # --- nestboxd hook -------------------------------------------------------------------------------
-# nestboxd does not exist yet. When it does, run-vm.sh gets it as an EXTRA_BINARY (it is
-# dynamically linked; run-vm.sh copies its libraries), and this is where its cgroup v2 checks go:
-#   - start it as PID 1 of a container would be: in a fresh cgroup, in a new cgroup and mount
-#     namespace with cgroup2 mounted again (so its cgroup is the namespace's root, holding it);
-#   - check that it moved itself into a leaf group and enabled memory, cpu and pids for its
-#     sandboxes (its root group's cgroup.procs is empty, cgroup.subtree_control lists them);
-#   - check that GET /healthz says "cgroup":"v2", and that a request with limits runs;
-#   - set status=1 on any failure.
-if [ -x /vm/nestboxd ]; then
-    echo "vm: /vm/nestboxd is present but its checks are not written yet"
-    status=1
+# With the server built, run-vm.sh passes nestboxd and its tests (nestboxd_test.cpp) as extra
+# binaries. The tests start nestboxd themselves, the way each deployment does: as a container's
+# PID 1 in its own cgroup, cgroup, mount and PID namespaces, as a service in a leaf group, and by
+# hand from the root group.
+if [ -e /vm/nestboxd ] || [ -e /vm/vm_server_tests ]; then
+    if [ -x /vm/nestboxd ] && [ -x /vm/vm_server_tests ]; then
+        run_tests /vm/vm_server_tests
+    else
+        echo "vm: nestboxd and vm_server_tests come together; one of them is missing"
+        failed="$failed nestboxd-hook"
+    fi
 fi
 # --------------------------------------------------------------------------------------------------
 
-if [ "$status" -eq 0 ]; then verdict pass; else verdict "fail: vm_tests exited with $status"; fi
+if [ -z "$failed" ]; then verdict pass; else verdict "fail:$failed"; fi

@@ -5,9 +5,10 @@
 #
 #   run-vm.sh NESTBOX PROBE VM_TESTS INIT_SH [EXTRA_BINARY...]
 #
-# EXTRA_BINARY files land in /vm/ next to the others, with their shared libraries (nestboxd will
-# be one). Environment: NESTBOX_VM_KERNEL (default: the newest /boot/vmlinuz-*-cloud-amd64),
-# NESTBOX_VM_TIMEOUT (seconds, default 270), NESTBOX_VM_GTEST_FILTER.
+# EXTRA_BINARY files land in /vm/ next to the others, with their shared libraries (nestboxd and
+# its tests, vm_server_tests, are). Environment: NESTBOX_VM_KERNEL (default: the newest
+# /boot/vmlinuz-*-cloud-amd64), NESTBOX_VM_TIMEOUT (seconds, default 270),
+# NESTBOX_VM_GTEST_FILTER (given to each test program; one whose tests all miss it runs none).
 #
 # A missing tool or kernel is a failure, never a skip: this is the only place where the v2 path
 # is exercised, and a CI run that silently skipped it would prove nothing.
