@@ -25,6 +25,8 @@ class CollectingSink final : public ExecSink {
         co_return true;
     }
     std::string response_body(const ExecResult& r) const;
+    const std::string& stdout_text() const { return stdout_; }
+    const std::string& stderr_text() const { return stderr_; }
 
   private:
     std::string stdout_;

@@ -218,8 +218,7 @@ Parsed<UniqueFd> make_parents(int root, const std::string& rel, const std::strin
 
 }  // namespace
 
-Parsed<FileContent> Workspaces::read(const Agent& agent, const std::string& path,
-                                     std::optional<Encoding> encoding) const {
+Parsed<std::string> Workspaces::read_bytes(const Agent& agent, const std::string& path) const {
     auto rel = check_path(path, false);
     if (!rel) return rel.error();
     auto t = target_for(agent, shared_, *rel);
@@ -241,6 +240,13 @@ Parsed<FileContent> Workspaces::read(const Agent& agent, const std::string& path
     }
     auto data = read_fd(fd->get(), max_file_bytes_);
     if (!data) return resolve_error(data.error().code(), path);
+    return std::move(*data);
+}
+
+Parsed<FileContent> Workspaces::read(const Agent& agent, const std::string& path,
+                                     std::optional<Encoding> encoding) const {
+    auto data = read_bytes(agent, path);
+    if (!data) return data.error();
     FileContent out;
     out.size = data->size();
     bool text = encoding == Encoding::Utf8;
@@ -255,6 +261,17 @@ Parsed<FileContent> Workspaces::read(const Agent& agent, const std::string& path
     out.encoding = text ? Encoding::Utf8 : Encoding::Base64;
     out.data = text ? std::move(*data) : base64_encode(*data);
     return out;
+}
+
+Parsed<bool> Workspaces::exists(const Agent& agent, const std::string& path) const {
+    auto rel = check_path(path, true);
+    if (!rel) return rel.error();
+    auto t = target_for(agent, shared_, *rel);
+    if (!t) return t.error();
+    const FsIdentity as_agent(agent.uid, agent.gid);
+    if (open_beneath(t->root.get(), t->rel, O_PATH)) return true;
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    return resolve_error(errno, path);  // an escape is a 403, not "no"
 }
 
 Parsed<std::uint64_t> Workspaces::write(const Agent& agent, const std::string& path,

@@ -545,6 +545,84 @@ TEST_F(ServerTest, ConcurrentWritesToOneFileAreNeverTorn) {
     EXPECT_EQ(torn, 0);
 }
 
+// --- the agent-sandbox compatibility surface ---------------------------------------------------
+
+// A multipart/form-data body as the runtime's Go and Python clients send it.
+std::string multipart_upload(const std::string& filename, const std::string& content,
+                             const std::string& boundary) {
+    return "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" +
+           filename + "\"\r\nContent-Type: application/octet-stream\r\n\r\n" + content + "\r\n--" +
+           boundary + "--\r\n";
+}
+
+TEST_F(ServerTest, CompatibilitySurfaceMatchesTheRuntimeByteForByte) {
+    Server& s = shared_server();
+    const std::map<std::string, std::string> agent = {{"X-Agent-Id", "compat-agent"}};
+    EXPECT_EQ(s.get("/").body, R"({"status":"ok","message":"Sandbox Runtime is active."})");
+    const std::string binary("\x00\x01ok", 4);
+    HttpResponse up =
+        s.request("POST", "/upload", multipart_upload("sub/dir/data.bin", binary, "b0undary"),
+                  {{"Content-Type", "multipart/form-data; boundary=b0undary"},
+                   {"X-Agent-Id", "compat-agent"}});
+    ASSERT_EQ(up.status, 200) << up.body;
+    EXPECT_EQ(up.body, R"({"message":"File 'sub/dir/data.bin' uploaded successfully."})");
+    HttpResponse down = s.get("/download/sub%2Fdir%2Fdata.bin", agent);
+    EXPECT_EQ(down.status, 200);
+    EXPECT_EQ(down.body, binary);
+    EXPECT_EQ(down.headers["content-type"], "application/octet-stream");
+    EXPECT_EQ(down.headers["content-disposition"], R"(attachment; filename="sub/dir/data.bin")");
+    EXPECT_EQ(s.get("/download/sub%2Fdir", agent).body, R"({"message":"File not found"})");
+    EXPECT_EQ(s.get("/download/nope", agent).status, 404);
+    HttpResponse ex = s.request(
+        "POST", "/execute", R"({"command":"cat sub/dir/data.bin | wc -c; pwd; exit 2"})", agent);
+    EXPECT_EQ(ex.status, 200);
+    EXPECT_EQ(ex.body, R"({"stdout":"4\n/workspace\n","stderr":"","exit_code":2})");
+    EXPECT_EQ(s.request("POST", "/execute", R"({"cmd":"true"})", agent).status, 422);
+    HttpResponse list = s.get("/list/sub%2Fdir", agent);
+    ASSERT_EQ(list.status, 200);
+    const json::value listed = list.json();
+    const json::array& entries = listed.as_array();
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(entries[0].at("name").as_string(), "data.bin");
+    EXPECT_EQ(entries[0].at("size").as_int64(), 4);
+    EXPECT_EQ(entries[0].at("type").as_string(), "file");
+    EXPECT_TRUE(entries[0].at("mod_time").is_double());
+    EXPECT_EQ(s.get("/list/sub%2Fdir%2Fdata.bin", agent).body,
+              R"({"message":"Path is not a directory"})");
+    EXPECT_EQ(s.get("/list/", agent).status, 200);     // the empty path is the root
+    EXPECT_EQ(s.get("/list/%2E", agent).status, 200);  // and so is "."
+    EXPECT_EQ(s.get("/exists/sub%2Fdir%2Fdata.bin", agent).body,
+              R"({"path":"sub/dir/data.bin","exists":true})");
+    EXPECT_EQ(s.get("/exists/missing.txt", agent).body, R"({"path":"missing.txt","exists":false})");
+    // One leading "/" is stripped: "%2Fetc%2Fpasswd" names etc/passwd inside the workspace.
+    EXPECT_EQ(s.get("/download/%2Fetc%2Fpasswd", agent).status, 404);
+    for (const char* escape :
+         {"/download/%2E%2E%2F%2E%2E%2Fetc%2Fpasswd", "/download/%2F%2Fetc%2Fpasswd", "/list/%2E%2E",
+          "/exists/%2E%2E%2Fother-agent"}) {
+        HttpResponse r = s.get(escape, agent);
+        EXPECT_EQ(r.status, 403) << escape;
+        EXPECT_EQ(r.body, R"({"message":"Access denied"})") << escape;
+    }
+    EXPECT_EQ(s.request("POST", "/download/x", "", agent).status, 405);
+}
+
+TEST_F(ServerTest, CompatibilityCommandsRunInTheAgentsSandbox) {
+    Server& s = shared_server();
+    HttpResponse r =
+        s.request("POST", "/execute", R"({"command":"id -u; cat /proc/net/dev | grep -c :"})",
+                  {{"X-Agent-Id", "compat-b"}});
+    ASSERT_EQ(r.status, 200);
+    const std::string out(r.json().at("stdout").as_string());
+    EXPECT_NE(out.rfind("0\n", 0), 0u) << "ran as root: " << out;
+    EXPECT_NE(out.find("\n1\n"), std::string::npos) << "more than loopback: " << out;
+    // Without X-Agent-Id: the server's --default-agent.
+    EXPECT_EQ(s.request("POST", "/execute", R"({"command":"echo $AGENT_ID"})")
+                  .json()
+                  .at("stdout")
+                  .as_string(),
+              "default\n");
+}
+
 // --- limits, auth and lifecycle (servers of their own)
 // ---------------------------------------------
 
