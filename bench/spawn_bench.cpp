@@ -35,7 +35,8 @@ double run_once(const Command& c, int devnull) {
     posix_spawn_file_actions_adddup2(&actions, devnull, 2);
     std::vector<char*> argv;
     argv.reserve(c.argv.size() + 1);
-    for (const auto& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : c.argv)
+        argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     const auto start = std::chrono::steady_clock::now();
     pid_t pid = -1;
@@ -44,14 +45,16 @@ double run_once(const Command& c, int devnull) {
     if (rc != 0) return -1;
     int status = 0;
     waitpid(pid, &status, 0);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? ms : -ms;
 }
 
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
-    const std::size_t i = std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
+    const std::size_t i =
+        std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())));
     return v[i];
 }
 
@@ -59,7 +62,9 @@ double percentile(std::vector<double> v, double p) {
 
 int main(int argc, char** argv) {
     if (argc < 5 || (argc - 3) % 2 != 0) {
-        std::fprintf(stderr, "usage: spawn_bench ROUNDS WARMUP LABEL 'COMMAND ...' [LABEL 'COMMAND ...']...\n");
+        std::fprintf(
+            stderr,
+            "usage: spawn_bench ROUNDS WARMUP LABEL 'COMMAND ...' [LABEL 'COMMAND ...']...\n");
         return 2;
     }
     const int rounds = std::atoi(argv[1]);
@@ -69,7 +74,8 @@ int main(int argc, char** argv) {
         Command c;
         c.label = argv[i];
         std::istringstream words(argv[i + 1]);
-        for (std::string w; words >> w;) c.argv.push_back(w);
+        for (std::string w; words >> w;)
+            c.argv.push_back(w);
         commands.push_back(std::move(c));
     }
     const int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -86,15 +92,18 @@ int main(int argc, char** argv) {
         }
     }
     const double base = percentile(commands.front().ms, 0.5);
-    std::printf("| command | median ms | p90 ms | mean ms | runs | failed | median / %s |\n", commands.front().label.c_str());
+    std::printf("| command | median ms | p90 ms | mean ms | runs | failed | median / %s |\n",
+                commands.front().label.c_str());
     std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
     for (const Command& c : commands) {
         double mean = 0;
-        for (double m : c.ms) mean += m;
+        for (double m : c.ms)
+            mean += m;
         mean /= static_cast<double>(std::max<std::size_t>(c.ms.size(), 1));
         const double median = percentile(c.ms, 0.5);
-        std::printf("| %s | %.2f | %.2f | %.2f | %zu | %d | %.2f |\n", c.label.c_str(), median, percentile(c.ms, 0.9),
-                    mean, c.ms.size(), c.failures, base > 0 ? median / base : 0);
+        std::printf("| %s | %.2f | %.2f | %.2f | %zu | %d | %.2f |\n", c.label.c_str(), median,
+                    percentile(c.ms, 0.9), mean, c.ms.size(), c.failures,
+                    base > 0 ? median / base : 0);
     }
     return 0;
 }
