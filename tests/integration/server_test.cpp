@@ -634,6 +634,43 @@ TEST_F(ServerTest, OversizedBodiesAre413) {
     EXPECT_EQ(s.get("/healthz").status, 200);
 }
 
+// Each way a connection can be refused before routing, sent raw, must get its status and leave the
+// server serving: no token is needed to send any of these.
+TEST_F(ServerTest, RefusedConnectionsNeverTakeTheServerDown) {
+    Server s({"--max-body", "1K", "--header-timeout", "1", "--body-timeout", "1"});
+    const std::string big_header = "X-Big: " + std::string(20000, 'a') + "\r\n";
+    const struct {
+        const char* what;
+        std::string request;
+        const char* status;
+    } cases[] = {
+        {"a bad request line", "NOT HTTP AT ALL\r\n\r\n", "400"},
+        {"a bad header", "GET /healthz HTTP/1.1\r\nBad Header\r\n\r\n", "400"},
+        {"oversized headers", "GET /healthz HTTP/1.1\r\n" + big_header + "\r\n", "431"},
+        {"a Content-Length past the limit", "POST /exec HTTP/1.1\r\nContent-Length: 4096\r\n\r\n",
+         "413"},
+        {"a chunked body past the limit",
+         "POST /exec HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" +
+             std::string(0x800, 'x') + "\r\n0\r\n\r\n",
+         "413"},
+        {"headers that never end", "GET /healthz HTTP/1.1\r\nHost: x\r\n", "408"},
+        {"a body that never comes", "POST /exec HTTP/1.1\r\nContent-Length: 10\r\n\r\n{", "408"},
+    };
+    for (const auto& c : cases) {
+        for (int round = 0; round < 3;
+             ++round) {  // the crash this guards against was not every time
+            const int fd = s.connect();
+            ASSERT_EQ(write(fd, c.request.data(), c.request.size()),
+                      static_cast<ssize_t>(c.request.size()));
+            const std::string answer = read_all(fd, 5s);
+            close(fd);
+            EXPECT_EQ(answer.substr(0, 12), std::string("HTTP/1.1 ") + c.status) << c.what;
+            ASSERT_TRUE(s.running()) << "nestboxd died after " << c.what << ":\n" << s.log();
+            ASSERT_EQ(s.get("/healthz").status, 200) << c.what;
+        }
+    }
+}
+
 TEST_F(ServerTest, SlowClientsGet408AndDoNotBlockOthers) {
     Server s({"--header-timeout", "1"});
     const int slow = s.connect();
