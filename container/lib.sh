@@ -63,7 +63,8 @@ nbx_ensure_base() {
 # Builds container/Dockerfile unchanged into $image (podman's layer cache makes a rebuild of
 # unchanged sources take seconds).
 nbx_build_image() {
-    local start=$SECONDS
+    local start=$SECONDS old
+    old=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
     nbx_log "building $image from $src/container/Dockerfile"
     if ! podman build --quiet -f "$src/container/Dockerfile" \
         ${NESTBOX_IMAGE_JOBS:+--build-arg NINJA_JOBS="$NESTBOX_IMAGE_JOBS"} \
@@ -73,6 +74,11 @@ nbx_build_image() {
     fi
     nbx_log "image built in $((SECONDS - start))s: $(podman image inspect --format '{{.Size}}' "$image" |
         awk '{printf "%d MB", $1 / 1e6}')"
+    # The image this one replaces (the sources changed) would stay behind untagged, 400 MB each
+    # time. The build stage's layers stay: they are the cache of the next build.
+    if [[ -n $old && $old != $(podman image inspect --format '{{.Id}}' "$image") ]]; then
+        podman rmi "$old" >/dev/null 2>&1 || true
+    fi
 }
 
 # A loopback port nothing listens on.
