@@ -1,6 +1,5 @@
 #include "src/server/workspace.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/fsuid.h>
@@ -84,17 +83,14 @@ double seconds(const timespec& t) {
 Result<void> remove_tree(int parent, const std::string& name) {
     UniqueFd dir(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir) return Error::from_errno("delete", name);
-    DIR* d = ::fdopendir(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 3));
-    if (d == nullptr) return Error::from_errno("delete", name);
-    std::vector<std::pair<std::string, bool>> children;
-    while (dirent* e = ::readdir(d)) {
-        const std::string child = e->d_name;
-        if (child == "." || child == "..") continue;
-        children.emplace_back(child, e->d_type == DT_DIR);
-    }
-    ::closedir(d);
-    for (const auto& [child, is_dir] : children) {
-        if (is_dir) {
+    NESTBOX_TRY_ASSIGN(auto children, list_names(dir.get()));
+    for (const std::string& child : children) {
+        struct stat st {};
+        if (::fstatat(dir.get(), child.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT) continue;
+            return Error::from_errno("delete", child);
+        }
+        if (S_ISDIR(st.st_mode)) {
             NESTBOX_TRY(remove_tree(dir.get(), child));
         } else if (::unlinkat(dir.get(), child.c_str(), 0) != 0 && errno != ENOENT) {
             return Error::from_errno("delete", child);
@@ -320,18 +316,15 @@ Parsed<Listing> Workspaces::list(const Agent& agent, const std::string& path,
     }
     std::function<void(int, const std::string&, int)> walk =
         [&](int dirfd, const std::string& prefix, int depth) {
-            DIR* d = ::fdopendir(::fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
-            if (d == nullptr) return;
+            auto names = list_names(dirfd);
+            if (!names) return;
             std::vector<DirEntry> here;
-            while (dirent* e = ::readdir(d)) {
-                const std::string name = e->d_name;
-                if (name == "." || name == "..") continue;
+            for (const std::string& name : *names) {
                 struct stat st {};
                 if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
                 here.push_back({name, join_path(prefix, name), type_of(st.st_mode),
                                 static_cast<std::uint64_t>(st.st_size), seconds(st.st_mtim)});
             }
-            ::closedir(d);
             std::sort(here.begin(), here.end(),
                       [](const auto& a, const auto& b) { return a.name < b.name; });
             for (DirEntry& e : here) {
