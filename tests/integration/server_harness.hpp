@@ -52,6 +52,9 @@ class Server {
     pid_t pid() const { return pid_; }
     const std::string& workspace_root() const { return root_; }
     std::string log() const;  // what nestboxd wrote to stderr
+    // The first sanitizer report in the log (built with -Db_sanitize), or "": a server that
+    // carries on after a UBSan finding, or dies of an ASan one, fails the test that saw it.
+    std::string sanitizer_report() const;
 
   private:
     void start(bool wait_ready);
