@@ -7,6 +7,10 @@
 #include <boost/beast/http/status.hpp>
 #include <string>
 
+namespace nestbox {
+class JsonWriter;
+}
+
 namespace nestbox::server {
 
 namespace http = boost::beast::http;
@@ -24,6 +28,7 @@ struct ApiError {
         : status(s), code(std::move(c)), message(std::move(m)) {}
 
     std::string body() const;
+    void write_field(JsonWriter& w) const;  // "error": {"code": ..., "message": ...}
 
     static ApiError bad_request(std::string code, std::string message) {
         return {http::status::bad_request, std::move(code), std::move(message)};

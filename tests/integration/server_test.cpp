@@ -31,12 +31,22 @@ class ServerTest : public testing::Test {
     void SetUp() override {
         if (!is_root()) GTEST_SKIP() << "nestboxd runs as root";
     }
+    void TearDown() override;
 };
 
 // One server for the tests that do not need their own configuration.
+Server* shared_instance = nullptr;
 Server& shared_server() {
     static Server s({"--max-concurrent", "8"});
+    shared_instance = &s;
     return s;
+}
+
+// The shared server lives until exit, after the last test: each test checks what it did to it.
+void ServerTest::TearDown() {
+    if (shared_instance != nullptr) {
+        EXPECT_EQ(shared_instance->sanitizer_report(), "");
+    }
 }
 
 std::string out_of(const json::object& r) {
@@ -286,6 +296,30 @@ std::vector<json::object> ndjson(const std::string& body) {
     return out;
 }
 
+// Sends a POST by hand on a new connection and returns it, for tests that watch a stream arrive.
+int post_raw(const Server& s, const std::string& target, const std::string& body,
+             bool close_after = true) {
+    const int fd = s.connect();
+    const std::string req = "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n" +
+                            (close_after ? "Connection: close\r\n" : "") + "\r\n" + body;
+    if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size()))
+        throw std::runtime_error("post_raw: short write");
+    return fd;
+}
+
+// Reads from `fd` until `needle` has arrived; what was read so far.
+std::string read_until(int fd, const std::string& needle) {
+    std::string seen;
+    char buf[4096];
+    while (seen.find(needle) == std::string::npos) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        seen.append(buf, static_cast<std::size_t>(n));
+    }
+    return seen;
+}
+
 TEST_F(ServerTest, StreamSendsStartOutputAndExitEvents) {
     HttpResponse r = shared_server().post(
         "/exec-stream",
@@ -309,42 +343,24 @@ TEST_F(ServerTest, StreamSendsStartOutputAndExitEvents) {
 }
 
 TEST_F(ServerTest, StreamFlushesAPartialLineWithoutWaitingForTheEnd) {
-    const int fd = shared_server().connect();
-    const std::string body =
-        R"({"agent_id":"progress-agent","command":"printf half-way; sleep 2; echo done"})";
-    const std::string req =
-        "POST /exec-stream HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-        "\r\nConnection: close\r\n\r\n" + body;
-    ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
     const auto start = std::chrono::steady_clock::now();
-    std::string seen;
-    char buf[4096];
-    while (seen.find("half-way") == std::string::npos) {
-        const ssize_t n = read(fd, buf, sizeof buf);
-        ASSERT_GT(n, 0);
-        seen.append(buf, static_cast<std::size_t>(n));
-    }
+    const int fd = post_raw(
+        shared_server(), "/exec-stream",
+        R"({"agent_id":"progress-agent","command":"printf half-way; sleep 2; echo done"})");
+    ASSERT_NE(read_until(fd, "half-way").find("half-way"), std::string::npos);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms)
         << "the partial line waited for the end";
     close(fd);
 }
 
 TEST_F(ServerTest, AClientThatDisconnectsKillsItsSandbox) {
+    Server s;
     const std::string daemon = unique_name("nbxgone");
-    const int fd = shared_server().connect();
-    const std::string body = R"({"agent_id":"gone-agent","command":"cp /bin/sleep /tmp/)" + daemon +
-                             " && setsid /tmp/" + daemon + R"( 1000 & echo started; sleep 60"})";
-    const std::string req =
-        "POST /exec-stream HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-        "\r\n\r\n" + body;
-    ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-    std::string seen;
-    char buf[4096];
-    while (seen.find("started") == std::string::npos) {
-        const ssize_t n = read(fd, buf, sizeof buf);
-        ASSERT_GT(n, 0);
-        seen.append(buf, static_cast<std::size_t>(n));
-    }
+    const int fd = post_raw(s, "/exec-stream",
+                            R"({"agent_id":"gone-agent","command":"cp /bin/sleep /tmp/)" + daemon +
+                                " && setsid /tmp/" + daemon + R"( 1000 & echo started; sleep 60"})",
+                            false);
+    ASSERT_NE(read_until(fd, "started").find("started"), std::string::npos);
     for (int i = 0; i < 100 && processes_named(daemon).empty(); ++i)
         std::this_thread::sleep_for(20ms);
     ASSERT_FALSE(processes_named(daemon).empty());
@@ -352,6 +368,32 @@ TEST_F(ServerTest, AClientThatDisconnectsKillsItsSandbox) {
     for (int i = 0; i < 250 && !processes_named(daemon).empty(); ++i)
         std::this_thread::sleep_for(20ms);
     EXPECT_TRUE(processes_named(daemon).empty()) << "the sandbox outlived its client";
+    // It is still audited and counted, and the request is logged as closed by the client.
+    // (The request line comes last, after the audit line.)
+    for (int i = 0; i < 100 && s.log().find("status=499") == std::string::npos; ++i)
+        std::this_thread::sleep_for(20ms);
+    EXPECT_NE(s.log().find("agent=gone-agent"), std::string::npos) << s.log();
+    EXPECT_NE(s.log().find("client_left"), std::string::npos) << s.log();
+    EXPECT_NE(s.log().find("status=499"), std::string::npos) << s.log();
+    EXPECT_NE(s.get("/metrics").body.find("nestboxd_exec_total 1"), std::string::npos);
+}
+
+TEST_F(ServerTest, AStreamWhoseLauncherDiesEndsWithAnErrorEvent) {
+    const int fd = post_raw(shared_server(), "/exec-stream",
+                            R"({"agent_id":"killed-agent","command":"echo up; sleep 60"})");
+    const std::string head = read_until(fd, "up\\n");
+    const std::size_t at = head.find(R"("pid":)");
+    ASSERT_NE(at, std::string::npos) << head;
+    const pid_t launcher = std::stoi(head.substr(at + 6));
+    ASSERT_EQ(::kill(launcher, SIGKILL), 0);
+    const auto start = std::chrono::steady_clock::now();
+    const std::string rest = read_all(fd, 10s);
+    close(fd);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "the stream was left hanging";
+    EXPECT_NE(rest.find(R"({"type":"error","error":{"code":"sandbox_failed")"), std::string::npos)
+        << rest;
+    EXPECT_EQ(rest.find(R"("type":"exit")"), std::string::npos) << rest;
+    EXPECT_TRUE(rest.ends_with("0\r\n\r\n")) << "no final chunk: " << rest;
 }
 
 // --- workspace endpoints -------------------------------------------------------------------------
@@ -715,17 +757,77 @@ TEST_F(ServerTest, ATokenIsRequiredEverywhereButHealthz) {
     EXPECT_EQ(s.get("/metrics", {{"X-Nestbox-Token", "correct-horse-battery"}}).status, 200);
 }
 
-TEST_F(ServerTest, ListeningBeyondLoopbackWithoutATokenIsRefused) {
-    const char* server = std::getenv("NESTBOXD");
-    const std::string cmd = std::string(server) +
-                            " --listen 0.0.0.0:" + std::to_string(free_port()) +
+// Runs nestboxd with `args`, expecting it to refuse to start: its exit status and what it said.
+std::pair<int, std::string> refused_start(const std::string& args) {
+    const std::string cmd = std::string(std::getenv("NESTBOXD")) + " " + args +
                             " --workspace-root /tmp/nestbox-never 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     char buf[1024] = {};
     const std::size_t n = fread(buf, 1, sizeof buf - 1, p);
     const int status = pclose(p);
-    EXPECT_NE(WEXITSTATUS(status), 0);
-    EXPECT_NE(std::string(buf, n).find("without a token"), std::string::npos) << buf;
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, std::string(buf, n)};
+}
+
+TEST_F(ServerTest, ListeningBeyondLoopbackWithoutATokenIsRefused) {
+    const auto [status, said] = refused_start("--listen 0.0.0.0:" + std::to_string(free_port()));
+    EXPECT_EQ(status, 2);
+    EXPECT_NE(said.find("without a token"), std::string::npos) << said;
+    EXPECT_FALSE(fs::exists("/tmp/nestbox-never"));
+}
+
+TEST_F(ServerTest, AMissingSharedDirectoryIsRefusedAtStart) {
+    const auto [status, said] = refused_start("--listen 127.0.0.1:" + std::to_string(free_port()) +
+                                              " --shared-dirs data:/nonexistent-nestbox-data");
+    EXPECT_EQ(status, 2);
+    EXPECT_NE(said.find("--shared-dirs data:/nonexistent-nestbox-data is not a directory"),
+              std::string::npos)
+        << said;
+}
+
+// A sandbox the launcher cannot build is the server's failure (500), never the command's 125.
+TEST_F(ServerTest, ASandboxThatCannotBeBuiltIs500) {
+    const std::string shared = fs::temp_directory_path() / unique_name("nbxshared");
+    fs::create_directories(shared);
+    Server s({"--shared-dirs", "data:" + shared});
+    EXPECT_EQ(out_of(exec(s, "builder", "ls /mnt/shared")), "data\n");
+    fs::remove(shared);  // the mount source vanishes under the running server
+    HttpResponse r = s.post("/exec", {{"agent_id", "builder"}, {"command", "true"}});
+    EXPECT_EQ(r.status, 500) << r.body;
+    EXPECT_EQ(r.error_code(), "sandbox_failed");
+    EXPECT_NE(r.body.find(shared), std::string::npos) << "the message names the mount: " << r.body;
+    HttpResponse st = s.post("/exec-stream", {{"agent_id", "builder"}, {"command", "true"}});
+    EXPECT_EQ(st.status, 500) << st.body;
+    // A command that is simply missing is still the command's own 127 (on a server whose
+    // sandboxes can be built).
+    EXPECT_EQ(shared_server()
+                  .post("/exec", {{"agent_id", "other"}, {"argv", {"/no/such/command"}}})
+                  .json()
+                  .at("exit_code")
+                  .as_int64(),
+              127);
+}
+
+// Requests refused for what they ask register nothing: no agent, no workspace.
+TEST_F(ServerTest, RefusedRequestsRegisterNoAgent) {
+    Server s;
+    const std::map<std::string, json::object> refused = {
+        {"/workspace/read", {{"agent_id", "ghost1"}, {"path", "../x"}}},
+        {"/workspace/write", {{"agent_id", "ghost2"}, {"path", "/etc/x"}, {"content", "y"}}},
+        {"/workspace/list", {{"agent_id", "ghost3"}, {"path", "a/../../b"}}},
+        {"/workspace/delete", {{"agent_id", "ghost4"}, {"path", std::string(5000, 'a')}}},
+        {"/exec", {{"agent_id", "ghost5"}, {"command", "true"}, {"cwd", "../.."}}},
+        {"/exec-stream",
+         {{"agent_id", "ghost6"}, {"command", "true"}, {"files", {{"../evil", "x"}}}}},
+    };
+    for (const auto& [target, body] : refused) {
+        HttpResponse r = s.post(target, body);
+        EXPECT_TRUE(r.status == 400 || r.status == 403) << target << ": " << r.status;
+        const std::string agent(body.at("agent_id").as_string());
+        EXPECT_FALSE(fs::exists(s.workspace_root() + "/" + agent)) << target;
+    }
+    std::ifstream registry(s.workspace_root() + "/.nestbox/agents.json");
+    const std::string text((std::istreambuf_iterator<char>(registry)), {});
+    EXPECT_EQ(text.find("ghost"), std::string::npos) << text;
 }
 
 TEST_F(ServerTest, ABrokenLauncherFailsClosed) {
