@@ -1,9 +1,11 @@
 #include "src/core/files.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 
 namespace nestbox {
 
@@ -11,6 +13,25 @@ Result<UniqueFd> open_at(int dirfd, const std::string& path, int flags, unsigned
     UniqueFd fd(::openat(dirfd, path.c_str(), flags | O_CLOEXEC, mode));
     if (!fd) return Error::from_errno("open", path);
     return fd;
+}
+
+Result<std::vector<std::string>> list_names(int dirfd, const std::string& path) {
+    // A fresh fd of its own: fdopendir takes ownership, and the caller's fd keeps its offset.
+    UniqueFd fd(::openat(dirfd, path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) return Error::from_errno("list", path);
+    const std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd.get()), ::closedir);
+    if (!dir) return Error::from_errno("list", path);
+    (void)fd.release();
+    std::vector<std::string> names;
+    for (;;) {
+        errno = 0;  // readdir's only way to tell the end from an error
+        const dirent* e = ::readdir(dir.get());
+        if (e == nullptr) break;
+        const std::string_view name = e->d_name;
+        if (name != "." && name != "..") names.emplace_back(name);
+    }
+    if (errno != 0) return Error::from_errno("list", path);
+    return names;
 }
 
 Result<std::string> read_fd(int fd, std::size_t limit) {

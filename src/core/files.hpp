@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "src/core/error.hpp"
 #include "src/core/unique_fd.hpp"
@@ -17,6 +18,10 @@ Result<UniqueFd> open_at(int dirfd, const std::string& path, int flags, unsigned
 // silent truncation.
 Result<std::string> read_file(int dirfd, const std::string& path, std::size_t limit = 1 << 20);
 Result<std::string> read_fd(int fd, std::size_t limit = 1 << 20);
+
+// The names in the directory `path` relative to `dirfd` ("." for dirfd itself), without "." and
+// "..". Callers that need an entry's type fstatat() it: d_type is DT_UNKNOWN on some filesystems.
+Result<std::vector<std::string>> list_names(int dirfd, const std::string& path = ".");
 
 // Writes all of `data`, retrying short writes and EINTR.
 Result<void> write_all(int fd, std::string_view data);

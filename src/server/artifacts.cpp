@@ -1,6 +1,5 @@
 #include "src/server/artifacts.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <magic.h>
 #include <sys/stat.h>
@@ -9,6 +8,7 @@
 #include <functional>
 #include <memory>
 
+#include "src/core/files.hpp"
 #include "src/core/unique_fd.hpp"
 #include "src/server/workspace.hpp"
 
@@ -48,11 +48,10 @@ ArtifactSnapshot ArtifactSnapshot::take(const Agent& agent, const std::string& d
     if (!top) return snap;  // no such directory yet: everything in it later is new
     std::function<void(int, const std::string&, int)> walk =
         [&](int dirfd, const std::string& prefix, int depth) {
-            DIR* d = ::fdopendir(::fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
-            if (d == nullptr) return;
-            while (dirent* e = ::readdir(d)) {
-                const std::string name = e->d_name;
-                if (name == "." || name == ".." || snap.files_.size() >= kMaxWalk) continue;
+            auto names = list_names(dirfd);
+            if (!names) return;
+            for (const std::string& name : *names) {
+                if (snap.files_.size() >= kMaxWalk) break;
                 struct stat st {};
                 if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
                 const std::string rel = join_path(prefix, name);
@@ -66,7 +65,6 @@ ArtifactSnapshot ArtifactSnapshot::take(const Agent& agent, const std::string& d
                     if (child) walk(child.get(), rel, depth + 1);
                 }
             }
-            ::closedir(d);
         };
     walk(top.get(), "", 0);
     return snap;

@@ -1,6 +1,5 @@
 #include "src/server/cgroups.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -93,15 +92,13 @@ std::size_t ServerCgroups::remove_stale(std::optional<int> pid) const {
     std::size_t removed = 0;
     // Sandbox leaves sit directly in a tree, or one level down in an agent's group.
     std::function<void(const std::string&, int)> sweep = [&](const std::string& dir, int depth) {
-        DIR* d = ::opendir(dir.c_str());
-        if (d == nullptr) return;
-        std::vector<std::string> names;
-        while (dirent* e = ::readdir(d)) {
-            if (e->d_type == DT_DIR && e->d_name[0] != '.') names.emplace_back(e->d_name);
-        }
-        ::closedir(d);
-        for (const std::string& name : names) {
-            const std::string path = std::string(dir).append("/").append(name);
+        auto names = list_names(AT_FDCWD, dir);
+        if (!names) return;
+        for (const std::string& name : *names) {
+            std::string path = dir;
+            path.append("/").append(name);
+            struct stat st {};
+            if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
             const std::optional<int> owner = leaf_owner(name);
             if (!owner) {
                 if (depth == 0) sweep(path, 1);

@@ -249,6 +249,14 @@ Result<ParsedConfig> parse_config(int argc, const char* const* argv) {
         if (const char* env = std::getenv("SHARED_DIRS")) shared = env;
     }
     NESTBOX_TRY_ASSIGN(c.shared_dirs, parse_shared_dirs(shared));
+    // Checked now: a missing one would otherwise fail every command's mount, one by one.
+    for (const auto& [name, dir] : c.shared_dirs) {
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec)) {
+            return Error("config", "--shared-dirs " + name + ":" + dir + " is not a directory",
+                         ec ? ec.value() : ENOTDIR);
+        }
+    }
     if (c.toolchain_path.empty()) {
         if (const char* env = std::getenv("TOOLCHAIN_PATH")) c.toolchain_path = env;
     }

@@ -4,10 +4,15 @@
 
 namespace nestbox::server {
 
+void ApiError::write_field(JsonWriter& w) const {
+    w.key("error").begin_object().field("code", code).field("message", message).end_object();
+}
+
 std::string ApiError::body() const {
     JsonWriter w;
-    w.begin_object().key("error").begin_object().field("code", code).field("message", message);
-    w.end_object().end_object();
+    w.begin_object();
+    write_field(w);
+    w.end_object();
     return w.take();
 }
 

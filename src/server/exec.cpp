@@ -235,11 +235,13 @@ void Executor::terminate_all() {
 
 asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& client_sink,
                                                   Responder& client, bool streaming) {
-    // 1. Validate everything before anything is written or started.
-    auto agent = agents_.get_or_create(req.agent_id);
-    if (!agent) co_return ApiError::internal(agent.error().message());
-    auto cwd = workspaces_.dir_or_absent(*agent, "cwd", req.cwd);
-    if (!cwd) co_return cwd.error();
+    // 1. Validate everything before anything is written or started: a refused request does not
+    //    even register its agent.
+    if (auto c = Workspaces::check_path(req.cwd, true); !c) {
+        ApiError e = c.error();
+        e.message = "cwd: " + e.message;
+        co_return e;
+    }
     std::optional<std::string> artifact_dir;
     if (req.artifact_dir) {
         auto dir = Workspaces::check_path(*req.artifact_dir, true);
@@ -253,6 +255,10 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& cli
         co_return ApiError::invalid_field(
             "cgroup.max_pids", "must be at least 2 (the sandbox's init and the command)");
     }
+    auto agent = agents_.get_or_create(req.agent_id);
+    if (!agent) co_return ApiError::internal(agent.error().message());
+    auto cwd = workspaces_.dir_or_absent(*agent, "cwd", req.cwd);
+    if (!cwd) co_return cwd.error();
 
     // 2. A slot, or 429.
     Slot slot(*this);
@@ -366,16 +372,23 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& cli
                   feed_stdin(in ? &*in : nullptr, req.stdin_data.value_or("")) && wait_exit() &&
                   guard());
     };
-    auto gone = co_await (work() || client.until_disconnected());
-    if (gone.index() == 1) {
-        // The client left: end the sandbox (the launcher kills it and cleans up), then reap.
+    // A client that leaves ends its sandbox: the launcher kills it and cleans up. The launcher's
+    // report is still read to the end, so the command is counted and audited like any other.
+    // This never completes by itself; it is cancelled once the work is done.
+    bool client_left = false;
+    auto end_if_client_leaves = [&]() -> asio::awaitable<void> {
+        const bool left = co_await client.until_disconnected();
+        if (!left) co_return;
+        client_left = true;
         (void)child.pidfd.send_signal(SIGTERM);
-        watchdog.expires_after(kWatchdogGrace);
-        auto ended = co_await (exited.async_wait(Descriptor::wait_read, use_awaitable) ||
-                               watchdog.async_wait(use_awaitable));
-        if (ended.index() == 1) (void)child.pidfd.send_signal(SIGKILL);
-        (void)co_await exited.async_wait(Descriptor::wait_read, asio::as_tuple(use_awaitable));
-    }
+        asio::steady_timer grace(ex, kWatchdogGrace);
+        auto [ec] = co_await grace.async_wait(asio::as_tuple(use_awaitable));
+        if (ec) co_return;
+        (void)child.pidfd.send_signal(SIGKILL);
+        grace.expires_at(asio::steady_timer::time_point::max());
+        (void)co_await grace.async_wait(asio::as_tuple(use_awaitable));
+    };
+    (void)co_await (work() || end_if_client_leaves());
     const int launcher_status = Reaper::instance().collect(child.pidfd);
     // A launcher that was killed before it could clean up leaves its (empty) groups behind.
     if (!report.exited) cgroups_.remove_stale(child.pidfd.pid());
@@ -386,7 +399,17 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& cli
     metrics_.sandbox_ended();
     const auto elapsed = std::chrono::steady_clock::now() - started_at;
 
+    auto sandbox_failed = [&](const std::string& why) {
+        ApiError e(http::status::internal_server_error, "sandbox_failed", why);
+        log_event(spdlog::level::err, "sandbox_failed", agent->id + ": " + why);
+        return e;
+    };
     ExecResult result;
+    if (report.error && !report.started) {
+        // The launcher refused or could not build the sandbox: the server's fault, not the
+        // command's, so not a 200 with exit code 125.
+        co_return sandbox_failed("the sandbox could not be set up: " + *report.error);
+    }
     if (report.exited) {
         result = *report.exited;
     } else if (watchdog_fired) {
@@ -399,8 +422,7 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& cli
         std::string why =
             "the launcher ended with " + describe_wait_status(launcher_status) + " and no report";
         if (!report.started && !sink.words().empty()) why += ": " + sink.words();
-        co_return ApiError{http::status::internal_server_error, "sandbox_failed",
-                           "the sandbox could not be set up: " + report.error.value_or(why)};
+        co_return sandbox_failed(report.error.value_or(why));
     }
     result.stdout_truncated = out_stream.truncated();
     result.stderr_truncated = err_stream.truncated();
@@ -413,7 +435,7 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& cli
                            result.oom_killed, result.stdout_truncated || result.stderr_truncated);
     log_audit({agent->id, agent->uid, Redactor(secrets).redact(shell_quote_for_log(command)),
                result.exit_code, result.timed_out, result.oom_killed,
-               std::chrono::duration<double, std::milli>(elapsed).count()});
+               std::chrono::duration<double, std::milli>(elapsed).count(), client_left});
     co_return result;
 }
 

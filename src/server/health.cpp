@@ -131,6 +131,9 @@ Health::Health(const Config& config, const ServerCgroups& cgroups,
         warnings_.emplace_back(
             "--limits=best-effort: a limit the host cannot enforce is dropped, not refused");
     if (config.seccomp == "none") warnings_.emplace_back("seccomp is off (--seccomp none)");
+    if (!config.toolchain_path.empty() && ::access(config.toolchain_path.c_str(), X_OK) != 0)
+        warnings_.emplace_back("--toolchain-path " + config.toolchain_path +
+                               " is not there: sandboxes run without it");
     if (config.allow_network)
         warnings_.emplace_back(
             "--allow-network: requests may give their sandbox the host's network");

@@ -26,9 +26,9 @@ class Responder {
     virtual asio::awaitable<bool> start_chunked(http::response<http::empty_body> header) = 0;
     virtual asio::awaitable<bool> chunk(std::string_view data) = 0;
     virtual asio::awaitable<bool> finish_chunked() = 0;
-    // Completes only when the client closes the connection; a pipelined next request does not
-    // count as leaving.
-    virtual asio::awaitable<void> until_disconnected() = 0;
+    // True once the client has closed the connection; false only when cancelled. A pipelined next
+    // request does not count as leaving.
+    virtual asio::awaitable<bool> until_disconnected() = 0;
 };
 
 // One request in flight: what the handler answers, and what the request log line says.

@@ -66,10 +66,11 @@ void log_audit(const AuditLog& a) {
         .field("command", a.command)
         .field("exit_code", a.exit_code);
     w.field("timed_out", a.timed_out).field("oom_killed", a.oom_killed).field("ms", a.ms);
+    w.field("client_left", a.client_left);
     emit(spdlog::level::info, "exec", w,
          "agent=" + a.agent + " uid=" + std::to_string(a.uid) +
              " exit=" + std::to_string(a.exit_code) + (a.timed_out ? " timed_out" : "") +
-             (a.oom_killed ? " oom_killed" : "") +
+             (a.oom_killed ? " oom_killed" : "") + (a.client_left ? " client_left" : "") +
              " ms=" + std::to_string(static_cast<long>(a.ms)) + " command=" + quoted(a.command));
 }
 

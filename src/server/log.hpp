@@ -28,6 +28,7 @@ struct AuditLog {
     bool timed_out = false;
     bool oom_killed = false;
     double ms = 0;
+    bool client_left = false;  // the client disconnected, so the sandbox was ended early
 };
 void log_audit(const AuditLog& a);
 

@@ -66,23 +66,31 @@ asio::awaitable<void> exec_stream(App& app, Exchange& ex) {
     NdjsonSink sink(ex, req->agent_id, co_await asio::this_coro::executor);
     auto result = co_await app.executor.run(std::move(*req), sink, ex.out, true);
     if (!result) {
-        // Errors come before the command starts, so the 200 is not committed yet.
-        if (!sink.committed()) co_return (void) co_await ex.fail(result.error());
-        co_return;
+        // Most errors come before the command starts, while the status can still say so.
+        if (sink.committed()) {
+            co_await sink.fail(result.error());
+        } else {
+            (void)co_await ex.fail(result.error());
+        }
+    } else {
+        co_await sink.finish(*result);
     }
-    co_await sink.finish(*result);
 }
 
-// The workspace endpoints share their first steps: parse, then find (or make) the agent.
+// The workspace endpoints share their first steps: parse, check the path as text, then find (or
+// make) the agent, so a refused request does not register one.
 template <class Req>
 asio::awaitable<std::optional<std::pair<Req, Agent>>> begin_workspace_request(
-    App& app, Exchange& ex, Parsed<Req> (*parse)(std::string&)) {
+    App& app, Exchange& ex, Parsed<Req> (*parse)(std::string&), bool root_allowed = false) {
     auto req = parse(ex.req.body());
+    if (req) {
+        ex.agent = req->agent_id;
+        if (auto p = Workspaces::check_path(req->path, root_allowed); !p) req = p.error();
+    }
     if (!req) {
         co_await ex.fail(req.error());
         co_return std::nullopt;
     }
-    ex.agent = req->agent_id;
     auto agent = app.agents->get_or_create(req->agent_id);
     if (!agent) {
         co_await ex.fail(ApiError::internal(agent.error().message()));
@@ -113,7 +121,7 @@ asio::awaitable<void> workspace_write(App& app, Exchange& ex) {
 }
 
 asio::awaitable<void> workspace_list(App& app, Exchange& ex) {
-    auto r = co_await begin_workspace_request(app, ex, parse_list_request);
+    auto r = co_await begin_workspace_request(app, ex, parse_list_request, true);
     if (!r) co_return;
     auto listing = app.workspaces.list(r->second, r->first.path, r->first.recursive);
     if (!listing) co_return (void) co_await ex.fail(listing.error());

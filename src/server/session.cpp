@@ -23,6 +23,7 @@ constexpr std::size_t kHeaderLimit = 16 << 10;
 constexpr auto kWriteTimeout = 60s;  // a client that stops reading is dropped
 constexpr auto kLinger = 2s;
 constexpr std::size_t kMaxLingerBytes = 256 << 20;
+constexpr unsigned kClientClosedRequest = 499;
 
 template <class Protocol>
 class StreamResponder final : public Responder {
@@ -31,6 +32,7 @@ class StreamResponder final : public Responder {
     explicit StreamResponder(Stream& stream) : stream_(stream) {}
 
     asio::awaitable<bool> send(Response res) override {
+        if (!ok_) co_return false;
         res.prepare_payload();
         stream_.expires_after(kWriteTimeout);
         auto [ec, n] = co_await http::async_write(stream_, res, asio::as_tuple(use_awaitable));
@@ -58,23 +60,24 @@ class StreamResponder final : public Responder {
                                                   asio::as_tuple(use_awaitable));
         co_return ok_ = !ec;
     }
-    asio::awaitable<void> until_disconnected() override {
+    asio::awaitable<bool> until_disconnected() override {
         auto& socket = stream_.socket();
         for (;;) {
             auto [ec] = co_await socket.async_wait(Protocol::socket::wait_read,
                                                    asio::as_tuple(use_awaitable));
-            if (ec == asio::error::operation_aborted) co_return;
+            if (ec == asio::error::operation_aborted) co_return false;
             char byte = 0;
             const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
             if (ec || n == 0 || (n < 0 && errno != EAGAIN)) {
                 ok_ = false;
-                co_return;  // closed or reset: the client is gone
+                co_return true;  // closed or reset: the client is gone
             }
             if (n > 0) break;  // a pipelined request: the client is still there
         }
         // Nothing more to learn from the socket until the response is done: wait to be cancelled.
         asio::steady_timer forever(socket.get_executor(), asio::steady_timer::time_point::max());
         (void)co_await forever.async_wait(asio::as_tuple(use_awaitable));
+        co_return false;
     }
     bool ok() const { return ok_; }
 
@@ -199,9 +202,11 @@ asio::awaitable<void> serve(App& app, typename Protocol::socket socket) {
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
-        app.metrics.request(ex.route, std::string(http::to_string(req.method())), ex.status);
-        log_request({std::string(http::to_string(req.method())), std::string(req.target()),
-                     ex.status, ms, ex.agent});
+        // 499, as nginx logs it: the client closed the connection before its answer was sent.
+        const unsigned status = responder.ok() ? ex.status : kClientClosedRequest;
+        app.metrics.request(ex.route, std::string(http::to_string(req.method())), status);
+        log_request({std::string(http::to_string(req.method())), std::string(req.target()), status,
+                     ms, ex.agent});
         stream.expires_never();
         if (!responder.ok() || !req.keep_alive() || app.shutting_down.load()) break;
     }

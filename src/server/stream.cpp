@@ -77,12 +77,23 @@ asio::awaitable<bool> NdjsonSink::output(StreamId which, std::string data) {
     co_return co_await send(output_event(which, data));
 }
 
+// finish() and fail() each write their last event themselves: with a shared coroutine helper
+// for these two lines, GCC 12 resumed the caller at the wrong point (UBSan: "invalid vptr").
 asio::awaitable<void> NdjsonSink::finish(const ExecResult& r) {
-    if (state_ == State::Pending) (void)co_await started(0);
     JsonWriter w;
     w.begin_object().field("type", "exit");
     r.write_fields(w);
     w.end_object();
+    if (state_ == State::Pending) (void)co_await started(0);
+    if (co_await send(w.take() + "\n")) (void)co_await ex_.out.finish_chunked();
+}
+
+asio::awaitable<void> NdjsonSink::fail(const ApiError& e) {
+    JsonWriter w;
+    w.begin_object().field("type", "error");
+    e.write_field(w);
+    w.end_object();
+    if (state_ == State::Pending) (void)co_await started(0);
     if (co_await send(w.take() + "\n")) (void)co_await ex_.out.finish_chunked();
 }
 

@@ -25,6 +25,8 @@ class CollectingSink final : public ExecSink {
         co_return true;
     }
     std::string response_body(const ExecResult& r) const;
+    const std::string& stdout_text() const { return stdout_; }
+    const std::string& stderr_text() const { return stderr_; }
 
   private:
     std::string stdout_;
@@ -43,6 +45,9 @@ class NdjsonSink final : public ExecSink {
     asio::awaitable<bool> output(StreamId which, std::string data) override;
     // The exit event and the end of the chunked body.
     asio::awaitable<void> finish(const ExecResult& r);
+    // After the 200 is committed an error can only be told in the stream: an error event
+    // ({"type":"error","error":{"code","message"}}) instead of the exit event, then the end.
+    asio::awaitable<void> fail(const ApiError& e);
     bool committed() const { return state_ != State::Pending; }
 
   private:

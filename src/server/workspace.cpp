@@ -1,6 +1,5 @@
 #include "src/server/workspace.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/fsuid.h>
@@ -84,17 +83,14 @@ double seconds(const timespec& t) {
 Result<void> remove_tree(int parent, const std::string& name) {
     UniqueFd dir(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir) return Error::from_errno("delete", name);
-    DIR* d = ::fdopendir(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 3));
-    if (d == nullptr) return Error::from_errno("delete", name);
-    std::vector<std::pair<std::string, bool>> children;
-    while (dirent* e = ::readdir(d)) {
-        const std::string child = e->d_name;
-        if (child == "." || child == "..") continue;
-        children.emplace_back(child, e->d_type == DT_DIR);
-    }
-    ::closedir(d);
-    for (const auto& [child, is_dir] : children) {
-        if (is_dir) {
+    NESTBOX_TRY_ASSIGN(auto children, list_names(dir.get()));
+    for (const std::string& child : children) {
+        struct stat st {};
+        if (::fstatat(dir.get(), child.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT) continue;
+            return Error::from_errno("delete", child);
+        }
+        if (S_ISDIR(st.st_mode)) {
             NESTBOX_TRY(remove_tree(dir.get(), child));
         } else if (::unlinkat(dir.get(), child.c_str(), 0) != 0 && errno != ENOENT) {
             return Error::from_errno("delete", child);
@@ -218,8 +214,7 @@ Parsed<UniqueFd> make_parents(int root, const std::string& rel, const std::strin
 
 }  // namespace
 
-Parsed<FileContent> Workspaces::read(const Agent& agent, const std::string& path,
-                                     std::optional<Encoding> encoding) const {
+Parsed<std::string> Workspaces::read_bytes(const Agent& agent, const std::string& path) const {
     auto rel = check_path(path, false);
     if (!rel) return rel.error();
     auto t = target_for(agent, shared_, *rel);
@@ -241,6 +236,13 @@ Parsed<FileContent> Workspaces::read(const Agent& agent, const std::string& path
     }
     auto data = read_fd(fd->get(), max_file_bytes_);
     if (!data) return resolve_error(data.error().code(), path);
+    return std::move(*data);
+}
+
+Parsed<FileContent> Workspaces::read(const Agent& agent, const std::string& path,
+                                     std::optional<Encoding> encoding) const {
+    auto data = read_bytes(agent, path);
+    if (!data) return data.error();
     FileContent out;
     out.size = data->size();
     bool text = encoding == Encoding::Utf8;
@@ -255,6 +257,17 @@ Parsed<FileContent> Workspaces::read(const Agent& agent, const std::string& path
     out.encoding = text ? Encoding::Utf8 : Encoding::Base64;
     out.data = text ? std::move(*data) : base64_encode(*data);
     return out;
+}
+
+Parsed<bool> Workspaces::exists(const Agent& agent, const std::string& path) const {
+    auto rel = check_path(path, true);
+    if (!rel) return rel.error();
+    auto t = target_for(agent, shared_, *rel);
+    if (!t) return t.error();
+    const FsIdentity as_agent(agent.uid, agent.gid);
+    if (open_beneath(t->root.get(), t->rel, O_PATH)) return true;
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    return resolve_error(errno, path);  // an escape is a 403, not "no"
 }
 
 Parsed<std::uint64_t> Workspaces::write(const Agent& agent, const std::string& path,
@@ -303,18 +316,15 @@ Parsed<Listing> Workspaces::list(const Agent& agent, const std::string& path,
     }
     std::function<void(int, const std::string&, int)> walk =
         [&](int dirfd, const std::string& prefix, int depth) {
-            DIR* d = ::fdopendir(::fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
-            if (d == nullptr) return;
+            auto names = list_names(dirfd);
+            if (!names) return;
             std::vector<DirEntry> here;
-            while (dirent* e = ::readdir(d)) {
-                const std::string name = e->d_name;
-                if (name == "." || name == "..") continue;
+            for (const std::string& name : *names) {
                 struct stat st {};
                 if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
                 here.push_back({name, join_path(prefix, name), type_of(st.st_mode),
                                 static_cast<std::uint64_t>(st.st_size), seconds(st.st_mtim)});
             }
-            ::closedir(d);
             std::sort(here.begin(), here.end(),
                       [](const auto& a, const auto& b) { return a.name < b.name; });
             for (DirEntry& e : here) {

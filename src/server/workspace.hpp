@@ -75,6 +75,8 @@ class Workspaces {
 
     Parsed<FileContent> read(const Agent& agent, const std::string& path,
                              std::optional<Encoding> encoding) const;
+    Parsed<std::string> read_bytes(const Agent& agent, const std::string& path) const;
+    Parsed<bool> exists(const Agent& agent, const std::string& path) const;
     Parsed<std::uint64_t> write(const Agent& agent, const std::string& path,
                                 const std::string& content, unsigned mode) const;
     Parsed<Listing> list(const Agent& agent, const std::string& path, bool recursive) const;

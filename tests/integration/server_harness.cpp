@@ -22,6 +22,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <gtest/gtest.h>
+
 #include "tests/integration/harness.hpp"
 
 namespace nestbox::test {
@@ -80,6 +82,8 @@ Server::Server(std::vector<std::string> args, ServerOptions options)
 
 Server::~Server() {
     if (running()) stop();
+    if (const std::string report = sanitizer_report(); !report.empty())
+        ADD_FAILURE() << "nestboxd: " << report;
     std::error_code ec;
     fs::remove_all(dir_, ec);
 }
@@ -191,6 +195,18 @@ std::string Server::log() const {
     std::stringstream s;
     s << in.rdbuf();
     return s.str();
+}
+
+std::string Server::sanitizer_report() const {
+    const std::string text = log();
+    for (const char* marker :
+         {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"}) {
+        if (const auto at = text.find(marker); at != std::string::npos) {
+            const auto line = text.rfind('\n', at);
+            return text.substr(line == std::string::npos ? 0 : line + 1, 2000);
+        }
+    }
+    return "";
 }
 
 int Server::connect() const {

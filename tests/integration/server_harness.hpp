@@ -68,6 +68,9 @@ class Server {
     pid_t pid() const { return pid_; }  // in the test's PID namespace
     const std::string& workspace_root() const { return root_; }
     std::string log() const;  // what nestboxd wrote to stderr
+    // The first sanitizer report in the log (built with -Db_sanitize), or "": a server that
+    // carries on after a UBSan finding, or dies of an ASan one, fails the test that saw it.
+    std::string sanitizer_report() const;
 
   private:
     void start(bool wait_ready);

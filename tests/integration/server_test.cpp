@@ -33,12 +33,22 @@ class ServerTest : public testing::Test {
     void SetUp() override {
         if (!is_root()) GTEST_SKIP() << "nestboxd runs as root";
     }
+    void TearDown() override;
 };
 
 // One server for the tests that do not need their own configuration.
+Server* shared_instance = nullptr;
 Server& shared_server() {
     static Server s({"--max-concurrent", "8"});
+    shared_instance = &s;
     return s;
+}
+
+// The shared server lives until exit, after the last test: each test checks what it did to it.
+void ServerTest::TearDown() {
+    if (shared_instance != nullptr) {
+        EXPECT_EQ(shared_instance->sanitizer_report(), "");
+    }
 }
 
 std::string out_of(const json::object& r) {
@@ -288,6 +298,30 @@ std::vector<json::object> ndjson(const std::string& body) {
     return out;
 }
 
+// Sends a POST by hand on a new connection and returns it, for tests that watch a stream arrive.
+int post_raw(const Server& s, const std::string& target, const std::string& body,
+             bool close_after = true) {
+    const int fd = s.connect();
+    const std::string req = "POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n" +
+                            (close_after ? "Connection: close\r\n" : "") + "\r\n" + body;
+    if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size()))
+        throw std::runtime_error("post_raw: short write");
+    return fd;
+}
+
+// Reads from `fd` until `needle` has arrived; what was read so far.
+std::string read_until(int fd, const std::string& needle) {
+    std::string seen;
+    char buf[4096];
+    while (seen.find(needle) == std::string::npos) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        seen.append(buf, static_cast<std::size_t>(n));
+    }
+    return seen;
+}
+
 TEST_F(ServerTest, StreamSendsStartOutputAndExitEvents) {
     HttpResponse r = shared_server().post(
         "/exec-stream",
@@ -311,42 +345,24 @@ TEST_F(ServerTest, StreamSendsStartOutputAndExitEvents) {
 }
 
 TEST_F(ServerTest, StreamFlushesAPartialLineWithoutWaitingForTheEnd) {
-    const int fd = shared_server().connect();
-    const std::string body =
-        R"({"agent_id":"progress-agent","command":"printf half-way; sleep 2; echo done"})";
-    const std::string req =
-        "POST /exec-stream HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-        "\r\nConnection: close\r\n\r\n" + body;
-    ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
     const auto start = std::chrono::steady_clock::now();
-    std::string seen;
-    char buf[4096];
-    while (seen.find("half-way") == std::string::npos) {
-        const ssize_t n = read(fd, buf, sizeof buf);
-        ASSERT_GT(n, 0);
-        seen.append(buf, static_cast<std::size_t>(n));
-    }
+    const int fd = post_raw(
+        shared_server(), "/exec-stream",
+        R"({"agent_id":"progress-agent","command":"printf half-way; sleep 2; echo done"})");
+    ASSERT_NE(read_until(fd, "half-way").find("half-way"), std::string::npos);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms)
         << "the partial line waited for the end";
     close(fd);
 }
 
 TEST_F(ServerTest, AClientThatDisconnectsKillsItsSandbox) {
+    Server s;
     const std::string daemon = unique_name("nbxgone");
-    const int fd = shared_server().connect();
-    const std::string body = R"({"agent_id":"gone-agent","command":"cp /bin/sleep /tmp/)" + daemon +
-                             " && setsid /tmp/" + daemon + R"( 1000 & echo started; sleep 60"})";
-    const std::string req =
-        "POST /exec-stream HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-        "\r\n\r\n" + body;
-    ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
-    std::string seen;
-    char buf[4096];
-    while (seen.find("started") == std::string::npos) {
-        const ssize_t n = read(fd, buf, sizeof buf);
-        ASSERT_GT(n, 0);
-        seen.append(buf, static_cast<std::size_t>(n));
-    }
+    const int fd = post_raw(s, "/exec-stream",
+                            R"({"agent_id":"gone-agent","command":"cp /bin/sleep /tmp/)" + daemon +
+                                " && setsid /tmp/" + daemon + R"( 1000 & echo started; sleep 60"})",
+                            false);
+    ASSERT_NE(read_until(fd, "started").find("started"), std::string::npos);
     for (int i = 0; i < 100 && processes_named(daemon).empty(); ++i)
         std::this_thread::sleep_for(20ms);
     ASSERT_FALSE(processes_named(daemon).empty());
@@ -354,6 +370,32 @@ TEST_F(ServerTest, AClientThatDisconnectsKillsItsSandbox) {
     for (int i = 0; i < 250 && !processes_named(daemon).empty(); ++i)
         std::this_thread::sleep_for(20ms);
     EXPECT_TRUE(processes_named(daemon).empty()) << "the sandbox outlived its client";
+    // It is still audited and counted, and the request is logged as closed by the client.
+    // (The request line comes last, after the audit line.)
+    for (int i = 0; i < 100 && s.log().find("status=499") == std::string::npos; ++i)
+        std::this_thread::sleep_for(20ms);
+    EXPECT_NE(s.log().find("agent=gone-agent"), std::string::npos) << s.log();
+    EXPECT_NE(s.log().find("client_left"), std::string::npos) << s.log();
+    EXPECT_NE(s.log().find("status=499"), std::string::npos) << s.log();
+    EXPECT_NE(s.get("/metrics").body.find("nestboxd_exec_total 1"), std::string::npos);
+}
+
+TEST_F(ServerTest, AStreamWhoseLauncherDiesEndsWithAnErrorEvent) {
+    const int fd = post_raw(shared_server(), "/exec-stream",
+                            R"({"agent_id":"killed-agent","command":"echo up; sleep 60"})");
+    const std::string head = read_until(fd, "up\\n");
+    const std::size_t at = head.find(R"("pid":)");
+    ASSERT_NE(at, std::string::npos) << head;
+    const pid_t launcher = std::stoi(head.substr(at + 6));
+    ASSERT_EQ(::kill(launcher, SIGKILL), 0);
+    const auto start = std::chrono::steady_clock::now();
+    const std::string rest = read_all(fd, 10s);
+    close(fd);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "the stream was left hanging";
+    EXPECT_NE(rest.find(R"({"type":"error","error":{"code":"sandbox_failed")"), std::string::npos)
+        << rest;
+    EXPECT_EQ(rest.find(R"("type":"exit")"), std::string::npos) << rest;
+    EXPECT_TRUE(rest.ends_with("0\r\n\r\n")) << "no final chunk: " << rest;
 }
 
 // --- workspace endpoints -------------------------------------------------------------------------
@@ -547,6 +589,84 @@ TEST_F(ServerTest, ConcurrentWritesToOneFileAreNeverTorn) {
     EXPECT_EQ(torn, 0);
 }
 
+// --- the agent-sandbox compatibility surface ---------------------------------------------------
+
+// A multipart/form-data body as the runtime's Go and Python clients send it.
+std::string multipart_upload(const std::string& filename, const std::string& content,
+                             const std::string& boundary) {
+    return "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" +
+           filename + "\"\r\nContent-Type: application/octet-stream\r\n\r\n" + content + "\r\n--" +
+           boundary + "--\r\n";
+}
+
+TEST_F(ServerTest, CompatibilitySurfaceMatchesTheRuntimeByteForByte) {
+    Server& s = shared_server();
+    const std::map<std::string, std::string> agent = {{"X-Agent-Id", "compat-agent"}};
+    EXPECT_EQ(s.get("/").body, R"({"status":"ok","message":"Sandbox Runtime is active."})");
+    const std::string binary("\x00\x01ok", 4);
+    HttpResponse up =
+        s.request("POST", "/upload", multipart_upload("sub/dir/data.bin", binary, "b0undary"),
+                  {{"Content-Type", "multipart/form-data; boundary=b0undary"},
+                   {"X-Agent-Id", "compat-agent"}});
+    ASSERT_EQ(up.status, 200) << up.body;
+    EXPECT_EQ(up.body, R"({"message":"File 'sub/dir/data.bin' uploaded successfully."})");
+    HttpResponse down = s.get("/download/sub%2Fdir%2Fdata.bin", agent);
+    EXPECT_EQ(down.status, 200);
+    EXPECT_EQ(down.body, binary);
+    EXPECT_EQ(down.headers["content-type"], "application/octet-stream");
+    EXPECT_EQ(down.headers["content-disposition"], R"(attachment; filename="sub/dir/data.bin")");
+    EXPECT_EQ(s.get("/download/sub%2Fdir", agent).body, R"({"message":"File not found"})");
+    EXPECT_EQ(s.get("/download/nope", agent).status, 404);
+    HttpResponse ex = s.request(
+        "POST", "/execute", R"({"command":"cat sub/dir/data.bin | wc -c; pwd; exit 2"})", agent);
+    EXPECT_EQ(ex.status, 200);
+    EXPECT_EQ(ex.body, R"({"stdout":"4\n/workspace\n","stderr":"","exit_code":2})");
+    EXPECT_EQ(s.request("POST", "/execute", R"({"cmd":"true"})", agent).status, 422);
+    HttpResponse list = s.get("/list/sub%2Fdir", agent);
+    ASSERT_EQ(list.status, 200);
+    const json::value listed = list.json();
+    const json::array& entries = listed.as_array();
+    ASSERT_EQ(entries.size(), 1u);
+    EXPECT_EQ(entries[0].at("name").as_string(), "data.bin");
+    EXPECT_EQ(entries[0].at("size").as_int64(), 4);
+    EXPECT_EQ(entries[0].at("type").as_string(), "file");
+    EXPECT_TRUE(entries[0].at("mod_time").is_double());
+    EXPECT_EQ(s.get("/list/sub%2Fdir%2Fdata.bin", agent).body,
+              R"({"message":"Path is not a directory"})");
+    EXPECT_EQ(s.get("/list/", agent).status, 200);     // the empty path is the root
+    EXPECT_EQ(s.get("/list/%2E", agent).status, 200);  // and so is "."
+    EXPECT_EQ(s.get("/exists/sub%2Fdir%2Fdata.bin", agent).body,
+              R"({"path":"sub/dir/data.bin","exists":true})");
+    EXPECT_EQ(s.get("/exists/missing.txt", agent).body, R"({"path":"missing.txt","exists":false})");
+    // One leading "/" is stripped: "%2Fetc%2Fpasswd" names etc/passwd inside the workspace.
+    EXPECT_EQ(s.get("/download/%2Fetc%2Fpasswd", agent).status, 404);
+    for (const char* escape :
+         {"/download/%2E%2E%2F%2E%2E%2Fetc%2Fpasswd", "/download/%2F%2Fetc%2Fpasswd",
+          "/list/%2E%2E", "/exists/%2E%2E%2Fother-agent"}) {
+        HttpResponse r = s.get(escape, agent);
+        EXPECT_EQ(r.status, 403) << escape;
+        EXPECT_EQ(r.body, R"({"message":"Access denied"})") << escape;
+    }
+    EXPECT_EQ(s.request("POST", "/download/x", "", agent).status, 405);
+}
+
+TEST_F(ServerTest, CompatibilityCommandsRunInTheAgentsSandbox) {
+    Server& s = shared_server();
+    HttpResponse r =
+        s.request("POST", "/execute", R"({"command":"id -u; cat /proc/net/dev | grep -c :"})",
+                  {{"X-Agent-Id", "compat-b"}});
+    ASSERT_EQ(r.status, 200);
+    const std::string out(r.json().at("stdout").as_string());
+    EXPECT_NE(out.rfind("0\n", 0), 0u) << "ran as root: " << out;
+    EXPECT_NE(out.find("\n1\n"), std::string::npos) << "more than loopback: " << out;
+    // Without X-Agent-Id: the server's --default-agent.
+    EXPECT_EQ(s.request("POST", "/execute", R"({"command":"echo $AGENT_ID"})")
+                  .json()
+                  .at("stdout")
+                  .as_string(),
+              "default\n");
+}
+
 // --- limits, auth and lifecycle (servers of their own)
 // ---------------------------------------------
 
@@ -556,6 +676,43 @@ TEST_F(ServerTest, OversizedBodiesAre413) {
     EXPECT_EQ(r.status, 413);
     EXPECT_EQ(r.error_code(), "body_too_large");
     EXPECT_EQ(s.get("/healthz").status, 200);
+}
+
+// Each way a connection can be refused before routing, sent raw, must get its status and leave the
+// server serving: no token is needed to send any of these.
+TEST_F(ServerTest, RefusedConnectionsNeverTakeTheServerDown) {
+    Server s({"--max-body", "1K", "--header-timeout", "1", "--body-timeout", "1"});
+    const std::string big_header = "X-Big: " + std::string(20000, 'a') + "\r\n";
+    const struct {
+        const char* what;
+        std::string request;
+        const char* status;
+    } cases[] = {
+        {"a bad request line", "NOT HTTP AT ALL\r\n\r\n", "400"},
+        {"a bad header", "GET /healthz HTTP/1.1\r\nBad Header\r\n\r\n", "400"},
+        {"oversized headers", "GET /healthz HTTP/1.1\r\n" + big_header + "\r\n", "431"},
+        {"a Content-Length past the limit", "POST /exec HTTP/1.1\r\nContent-Length: 4096\r\n\r\n",
+         "413"},
+        {"a chunked body past the limit",
+         "POST /exec HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n800\r\n" +
+             std::string(0x800, 'x') + "\r\n0\r\n\r\n",
+         "413"},
+        {"headers that never end", "GET /healthz HTTP/1.1\r\nHost: x\r\n", "408"},
+        {"a body that never comes", "POST /exec HTTP/1.1\r\nContent-Length: 10\r\n\r\n{", "408"},
+    };
+    for (const auto& c : cases) {
+        for (int round = 0; round < 3;
+             ++round) {  // the crash this guards against was not every time
+            const int fd = s.connect();
+            ASSERT_EQ(write(fd, c.request.data(), c.request.size()),
+                      static_cast<ssize_t>(c.request.size()));
+            const std::string answer = read_all(fd, 5s);
+            close(fd);
+            EXPECT_EQ(answer.substr(0, 12), std::string("HTTP/1.1 ") + c.status) << c.what;
+            ASSERT_TRUE(s.running()) << "nestboxd died after " << c.what << ":\n" << s.log();
+            ASSERT_EQ(s.get("/healthz").status, 200) << c.what;
+        }
+    }
 }
 
 TEST_F(ServerTest, SlowClientsGet408AndDoNotBlockOthers) {
@@ -602,17 +759,77 @@ TEST_F(ServerTest, ATokenIsRequiredEverywhereButHealthz) {
     EXPECT_EQ(s.get("/metrics", {{"X-Nestbox-Token", "correct-horse-battery"}}).status, 200);
 }
 
-TEST_F(ServerTest, ListeningBeyondLoopbackWithoutATokenIsRefused) {
-    const char* server = std::getenv("NESTBOXD");
-    const std::string cmd = std::string(server) +
-                            " --listen 0.0.0.0:" + std::to_string(free_port()) +
+// Runs nestboxd with `args`, expecting it to refuse to start: its exit status and what it said.
+std::pair<int, std::string> refused_start(const std::string& args) {
+    const std::string cmd = std::string(std::getenv("NESTBOXD")) + " " + args +
                             " --workspace-root /tmp/nestbox-never 2>&1";
     FILE* p = popen(cmd.c_str(), "r");
     char buf[1024] = {};
     const std::size_t n = fread(buf, 1, sizeof buf - 1, p);
     const int status = pclose(p);
-    EXPECT_NE(WEXITSTATUS(status), 0);
-    EXPECT_NE(std::string(buf, n).find("without a token"), std::string::npos) << buf;
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, std::string(buf, n)};
+}
+
+TEST_F(ServerTest, ListeningBeyondLoopbackWithoutATokenIsRefused) {
+    const auto [status, said] = refused_start("--listen 0.0.0.0:" + std::to_string(free_port()));
+    EXPECT_EQ(status, 2);
+    EXPECT_NE(said.find("without a token"), std::string::npos) << said;
+    EXPECT_FALSE(fs::exists("/tmp/nestbox-never"));
+}
+
+TEST_F(ServerTest, AMissingSharedDirectoryIsRefusedAtStart) {
+    const auto [status, said] = refused_start("--listen 127.0.0.1:" + std::to_string(free_port()) +
+                                              " --shared-dirs data:/nonexistent-nestbox-data");
+    EXPECT_EQ(status, 2);
+    EXPECT_NE(said.find("--shared-dirs data:/nonexistent-nestbox-data is not a directory"),
+              std::string::npos)
+        << said;
+}
+
+// A sandbox the launcher cannot build is the server's failure (500), never the command's 125.
+TEST_F(ServerTest, ASandboxThatCannotBeBuiltIs500) {
+    const std::string shared = fs::temp_directory_path() / unique_name("nbxshared");
+    fs::create_directories(shared);
+    Server s({"--shared-dirs", "data:" + shared});
+    EXPECT_EQ(out_of(exec(s, "builder", "ls /mnt/shared")), "data\n");
+    fs::remove(shared);  // the mount source vanishes under the running server
+    HttpResponse r = s.post("/exec", {{"agent_id", "builder"}, {"command", "true"}});
+    EXPECT_EQ(r.status, 500) << r.body;
+    EXPECT_EQ(r.error_code(), "sandbox_failed");
+    EXPECT_NE(r.body.find(shared), std::string::npos) << "the message names the mount: " << r.body;
+    HttpResponse st = s.post("/exec-stream", {{"agent_id", "builder"}, {"command", "true"}});
+    EXPECT_EQ(st.status, 500) << st.body;
+    // A command that is simply missing is still the command's own 127 (on a server whose
+    // sandboxes can be built).
+    EXPECT_EQ(shared_server()
+                  .post("/exec", {{"agent_id", "other"}, {"argv", {"/no/such/command"}}})
+                  .json()
+                  .at("exit_code")
+                  .as_int64(),
+              127);
+}
+
+// Requests refused for what they ask register nothing: no agent, no workspace.
+TEST_F(ServerTest, RefusedRequestsRegisterNoAgent) {
+    Server s;
+    const std::map<std::string, json::object> refused = {
+        {"/workspace/read", {{"agent_id", "ghost1"}, {"path", "../x"}}},
+        {"/workspace/write", {{"agent_id", "ghost2"}, {"path", "/etc/x"}, {"content", "y"}}},
+        {"/workspace/list", {{"agent_id", "ghost3"}, {"path", "a/../../b"}}},
+        {"/workspace/delete", {{"agent_id", "ghost4"}, {"path", std::string(5000, 'a')}}},
+        {"/exec", {{"agent_id", "ghost5"}, {"command", "true"}, {"cwd", "../.."}}},
+        {"/exec-stream",
+         {{"agent_id", "ghost6"}, {"command", "true"}, {"files", {{"../evil", "x"}}}}},
+    };
+    for (const auto& [target, body] : refused) {
+        HttpResponse r = s.post(target, body);
+        EXPECT_TRUE(r.status == 400 || r.status == 403) << target << ": " << r.status;
+        const std::string agent(body.at("agent_id").as_string());
+        EXPECT_FALSE(fs::exists(s.workspace_root() + "/" + agent)) << target;
+    }
+    std::ifstream registry(s.workspace_root() + "/.nestbox/agents.json");
+    const std::string text((std::istreambuf_iterator<char>(registry)), {});
+    EXPECT_EQ(text.find("ghost"), std::string::npos) << text;
 }
 
 TEST_F(ServerTest, ABrokenLauncherFailsClosed) {
