@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "src/core/utf8.hpp"
@@ -29,8 +29,14 @@ constexpr std::array<EscapedByte, 256> kEscaped = [] {
     constexpr std::string_view kHex = "0123456789abcdef";
     for (std::size_t c = 0; c < 0x80; ++c) {
         auto& e = table[c];
-        const char short_form = c == '"' ? '"' : c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\r' ? 'r'
-                                : c == '\t' ? 't' : c == '\b' ? 'b' : c == '\f' ? 'f' : '\0';
+        const char short_form = c == '"'    ? '"'
+                                : c == '\\' ? '\\'
+                                : c == '\n' ? 'n'
+                                : c == '\r' ? 'r'
+                                : c == '\t' ? 't'
+                                : c == '\b' ? 'b'
+                                : c == '\f' ? 'f'
+                                            : '\0';
         if (short_form != '\0') {
             e = {{'\\', short_form}, 2};
         } else if (c < 0x20) {
@@ -47,8 +53,8 @@ bool any_special(std::uint64_t w) {
     constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
     constexpr std::uint64_t kHigh = 0x8080808080808080ULL;
     auto has_zero = [](std::uint64_t v) { return (v - kOnes) & ~v & kHigh; };
-    return ((w | has_zero(w & ~kHigh & 0x6060606060606060ULL) |
-             has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\'))) &
+    return ((w | has_zero(w & ~kHigh & 0x6060606060606060ULL) | has_zero(w ^ (kOnes * '"')) |
+             has_zero(w ^ (kOnes * '\\'))) &
             kHigh) != 0;
 }
 

@@ -52,7 +52,7 @@ std::string escaped_byte_by_byte(std::string_view s) {
             continue;
         }
         const std::map<char, std::string> named = {{'"', "\\\""}, {'\\', "\\\\"}, {'\n', "\\n"},
-                                                   {'\r', "\\r"},  {'\t', "\\t"},   {'\b', "\\b"},
+                                                   {'\r', "\\r"}, {'\t', "\\t"},  {'\b', "\\b"},
                                                    {'\f', "\\f"}};
         if (auto it = named.find(static_cast<char>(c)); it != named.end()) {
             out += it->second;
@@ -69,7 +69,8 @@ std::string escaped_byte_by_byte(std::string_view s) {
 }
 
 TEST(JsonString, FastPathsAgreeWithTheByteByByteRules) {
-    const std::string pool = "ab z~\"\\\n\r\t\b\f\x01\x1f\x7f\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xFF\xC0";
+    const std::string pool =
+        "ab z~\"\\\n\r\t\b\f\x01\x1f\x7f\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xFF\xC0";
     std::mt19937 random(20261122);
     for (int round = 0; round < 400; ++round) {
         // Mostly one kind at a time, so long plain runs and long escape runs both occur.
