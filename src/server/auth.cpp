@@ -1,5 +1,9 @@
 #include "src/server/auth.hpp"
 
+#include <algorithm>
+
+#include <boost/algorithm/string/predicate.hpp>
+
 namespace nestbox::server {
 
 bool constant_time_equal(std::string_view a, std::string_view b) {
@@ -17,10 +21,13 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 bool authorized(const std::optional<std::string>& token, std::string_view authorization,
                 std::string_view alt_token) {
     if (!token) return true;
-    constexpr std::string_view kBearer = "Bearer ";
-    if (authorization.size() > kBearer.size() &&
-        authorization.substr(0, kBearer.size()) == kBearer) {
-        if (constant_time_equal(*token, authorization.substr(kBearer.size()))) return true;
+    // RFC 9110 11.1: the scheme is case-insensitive, and one or more spaces follow it.
+    const std::size_t space = authorization.find(' ');
+    if (space != std::string_view::npos &&
+        boost::algorithm::iequals(authorization.substr(0, space), "Bearer")) {
+        std::string_view credentials = authorization.substr(space);
+        credentials.remove_prefix(std::min(credentials.find_first_not_of(' '), credentials.size()));
+        if (!credentials.empty() && constant_time_equal(*token, credentials)) return true;
     }
     return !alt_token.empty() && constant_time_equal(*token, alt_token);
 }

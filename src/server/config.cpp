@@ -196,7 +196,7 @@ Result<ParsedConfig> parse_config(int argc, const char* const* argv) {
     app.add_option("--max-concurrent", c.max_concurrent, "Sandboxes at once; more get 429")
         ->envname("NESTBOX_MAX_CONCURRENT")
         ->capture_default_str()
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 16));
     app.add_option_function<std::string>("--max-body", size_into(c.max_body_bytes, "--max-body"),
                                          "Largest request body (default 64M)")
         ->envname("NESTBOX_MAX_BODY");
@@ -253,8 +253,9 @@ Result<ParsedConfig> parse_config(int argc, const char* const* argv) {
     for (const auto& [name, dir] : c.shared_dirs) {
         std::error_code ec;
         if (!std::filesystem::is_directory(dir, ec)) {
-            return Error("config", "--shared-dirs " + name + ":" + dir + " is not a directory",
-                         ec ? ec.value() : ENOTDIR);
+            std::string what = "--shared-dirs ";
+            what.append(name).append(":").append(dir).append(" is not a directory");
+            return Error("config", std::move(what), ec ? ec.value() : ENOTDIR);
         }
     }
     if (c.toolchain_path.empty()) {

@@ -28,13 +28,20 @@ class SocketListener final : public Listener {
 
     Result<void> open(const typename Protocol::endpoint& endpoint) {
         boost::system::error_code ec;
+        std::string step = "socket";
         acceptor_.open(endpoint.protocol(), ec);
         if constexpr (std::is_same_v<Protocol, asio::ip::tcp>) {
             if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
         }
-        if (!ec) acceptor_.bind(endpoint, ec);
-        if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-        if (ec) return Error("listen", ec.message(), ec.value());
+        if (!ec) {
+            step = "bind";
+            acceptor_.bind(endpoint, ec);
+        }
+        if (!ec) {
+            step = "listen";
+            acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+        }
+        if (ec) return Error("listen", step, ec.value());
         return {};
     }
 
@@ -77,8 +84,13 @@ Result<std::unique_ptr<Listener>> Listener::bind(asio::io_context& ioc, const Li
         if (::lstat(where.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
             ::unlink(where.path.c_str());
         auto l = std::make_unique<SocketListener<asio::local::stream_protocol>>(ioc);
-        NESTBOX_TRY(l->open(asio::local::stream_protocol::endpoint(where.path)));
-        ::chmod(where.path.c_str(), 0660);
+        // Made 0660 from the start, not chmod-ed after: between bind and chmod, under a umask
+        // of 0 (usual in containers), anyone could connect. Start-up is single-threaded, so
+        // the process-wide umask is safe to change here.
+        const mode_t old_umask = ::umask(0117);
+        auto opened = l->open(asio::local::stream_protocol::endpoint(where.path));
+        ::umask(old_umask);
+        if (!opened) return Error("listen", where.path + ": " + opened.error().message());
         return std::unique_ptr<Listener>(std::move(l));
     }
     boost::system::error_code ec;

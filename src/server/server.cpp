@@ -92,7 +92,8 @@ int run_server(Config config) {
     // twice: the spare one, destroyed, removed the signal pipe from the reactor, and from then
     // on every signal was lost. As PID 1 that meant SIGTERM did nothing (a container's init
     // has no default action) and orphans were never reaped; about one start in twenty.
-    asio::signal_set stop_signals(ioc, SIGTERM, SIGINT);
+    // SIGHUP too: a terminal that closes stops the server gracefully, not abruptly mid-request.
+    asio::signal_set stop_signals(ioc, SIGTERM, SIGINT, SIGHUP);
     std::optional<asio::signal_set> sigchld;
     if (::getpid() == 1) sigchld.emplace(ioc, SIGCHLD);
     asio::co_spawn(ioc, (*listener)->accept_loop(app), asio::detached);

@@ -7,11 +7,13 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -757,6 +759,50 @@ TEST_F(ServerTest, ATokenIsRequiredEverywhereButHealthz) {
                   .status,
               200);
     EXPECT_EQ(s.get("/metrics", {{"X-Nestbox-Token", "correct-horse-battery"}}).status, 200);
+    // The scheme is case-insensitive and may be followed by several spaces (RFC 9110 11.1);
+    // the token itself is not.
+    auto with = [&](const std::string& authorization) {
+        return s.get("/metrics", {{"Authorization", authorization}}).status;
+    };
+    EXPECT_EQ(with("bearer  correct-horse-battery"), 200);
+    EXPECT_EQ(with("BEARER correct-horse-battery"), 200);
+    EXPECT_EQ(with("Bearer CORRECT-HORSE-BATTERY"), 401);
+    EXPECT_EQ(with("Bearer "), 401);
+    EXPECT_EQ(with("Bearercorrect-horse-battery"), 401);
+    EXPECT_EQ(with("Basic correct-horse-battery"), 401);
+}
+
+// A unix socket is 0660 from the moment it exists, even under a umask of 0 (usual in
+// containers): it is never open to every local user, not even briefly.
+TEST_F(ServerTest, AUnixSocketIsNeverWorldWritable) {
+    TempDir dir;
+    const std::string socket_path = dir.path() + "/nestboxd.sock";
+    const pid_t pid = fork();
+    if (pid == 0) {
+        ::umask(0);
+        const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(std::getenv("NESTBOXD"), "nestboxd", "--listen", ("unix:" + socket_path).c_str(),
+              "--workspace-root", (dir.path() + "/ws").c_str(), nullptr);
+        _exit(97);
+    }
+    auto mode = [&]() -> std::optional<unsigned> {
+        struct stat st {};
+        if (lstat(socket_path.c_str(), &st) != 0) return std::nullopt;
+        return st.st_mode & 07777U;
+    };
+    // Polled without sleeping, to see the socket as soon after bind as this process can.
+    std::optional<unsigned> first;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!first && std::chrono::steady_clock::now() < deadline)
+        first = mode();
+    std::this_thread::sleep_for(200ms);
+    const std::optional<unsigned> settled = mode();
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
+    EXPECT_EQ(first, 0660U);
+    EXPECT_EQ(settled, 0660U);
 }
 
 // Runs nestboxd with `args`, expecting it to refuse to start: its exit status and what it said.
