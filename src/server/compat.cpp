@@ -129,6 +129,11 @@ asio::awaitable<void> download(App& app, Exchange& ex, const Agent& agent,
     if (!data) {
         if (outside(data.error()))
             co_return (void) co_await respond_message(ex, http::status::forbidden, "Access denied");
+        // Files are served from memory, so one past the size bound is refused, not "not found".
+        if (data.error().status == http::status::payload_too_large) {
+            co_return (void) co_await respond_message(ex, http::status::payload_too_large,
+                                                      data.error().message);
+        }
         co_return (void) co_await respond_message(ex, http::status::not_found, "File not found");
     }
     Response res{http::status::ok, ex.req.version()};

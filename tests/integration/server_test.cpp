@@ -619,6 +619,13 @@ TEST_F(ServerTest, CompatibilitySurfaceMatchesTheRuntimeByteForByte) {
     EXPECT_EQ(down.headers["content-disposition"], R"(attachment; filename="sub/dir/data.bin")");
     EXPECT_EQ(s.get("/download/sub%2Fdir", agent).body, R"({"message":"File not found"})");
     EXPECT_EQ(s.get("/download/nope", agent).status, 404);
+    // Larger than the server serves (--max-body, 64 MiB by default): refused as such.
+    ASSERT_EQ(
+        s.request("POST", "/execute", R"({"command":"truncate -s 65M big.bin"})", agent).status,
+        200);
+    HttpResponse big = s.get("/download/big.bin", agent);
+    EXPECT_EQ(big.status, 413);
+    EXPECT_NE(big.body.find("is larger than"), std::string::npos) << big.body;
     HttpResponse ex = s.request(
         "POST", "/execute", R"({"command":"cat sub/dir/data.bin | wc -c; pwd; exit 2"})", agent);
     EXPECT_EQ(ex.status, 200);
