@@ -29,13 +29,6 @@ constexpr auto kPartialLineDelay = 50ms;        // a progress bar without newlin
 constexpr std::size_t kMaxHeldLine = 64 << 10;  // a very long line is sent in pieces
 constexpr auto kWatchdogGrace = 5s;             // beyond the launcher's own timeout
 
-// What the launcher's --status-fd said.
-struct LauncherReport {
-    bool started = false;
-    std::optional<ExecResult> exited;
-    std::optional<std::string> error;
-};
-
 std::string shell_quote_for_log(const std::vector<std::string>& argv) {
     std::string out;
     for (const auto& a : argv) {
@@ -44,6 +37,8 @@ std::string shell_quote_for_log(const std::vector<std::string>& argv) {
     }
     return out;
 }
+
+}  // namespace
 
 void parse_status_line(std::string_view line, LauncherReport& report) {
     simdjson::padded_string padded(line);
@@ -80,8 +75,21 @@ void parse_status_line(std::string_view line, LauncherReport& report) {
                 r.memory_peak_bytes = n;
         }
         report.exited = r;
+        std::string_view cgroup;
+        if (doc["cgroup"].get_string().get(cgroup) == simdjson::SUCCESS)
+            report.cgroup = std::string(cgroup);
+        simdjson::ondemand::array warnings;
+        if (doc["warnings"].get_array().get(warnings) == simdjson::SUCCESS) {
+            for (auto w : warnings) {
+                std::string_view text;
+                if (w.get_string().get(text) == simdjson::SUCCESS)
+                    report.warnings.emplace_back(text);
+            }
+        }
     }
 }
+
+namespace {
 
 // Reads one output pipe to its end, passing what may be released to the sink. In streaming mode
 // output goes out a line at a time, and a partial line once nothing more came for a moment.

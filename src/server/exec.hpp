@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/core/json_writer.hpp"
@@ -47,6 +48,18 @@ struct ExecResult {
     // The fields shared by the /exec response and the stream's exit event.
     void write_fields(JsonWriter& w) const;
 };
+
+// What the launcher said on its status fd (`--status-fd`, one JSON event per line).
+struct LauncherReport {
+    bool started = false;
+    std::optional<ExecResult> exited;
+    std::optional<std::string> error;
+    std::optional<std::string> cgroup;  // from the exit event: "v1", "v2", or none
+    std::vector<std::string> warnings;  // from the exit event
+};
+
+// Adds one status event to `report`; a line that is not an event is ignored.
+void parse_status_line(std::string_view line, LauncherReport& report);
 
 // Where a running exec delivers what happens, as it happens.
 class ExecSink {

@@ -4,13 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <simdjson.h>
-
 #include "nestbox_config.hpp"
 #include "policy/policy.hpp"
 #include "src/core/files.hpp"
 #include "src/core/json_writer.hpp"
 #include "src/server/child.hpp"
+#include "src/server/exec.hpp"
 #include "src/server/log.hpp"
 
 namespace nestbox::server {
@@ -56,41 +55,19 @@ SelfTest run_self_test(const Config& config, const ServerCgroups& cgroups) {
         t.error = "reading the launcher's status: " + events.error().message();
         return t;
     }
-    std::size_t pos = 0;
-    while (pos < events->size()) {
+    LauncherReport report;
+    for (std::size_t pos = 0; pos < events->size();) {
         const std::size_t end = std::min(events->find('\n', pos), events->size());
-        simdjson::padded_string line(std::string_view(*events).substr(pos, end - pos));
+        parse_status_line(std::string_view(*events).substr(pos, end - pos), report);
         pos = end + 1;
-        simdjson::ondemand::parser parser;
-        simdjson::ondemand::document doc;
-        std::string_view event;
-        if (parser.iterate(line).get(doc) != simdjson::SUCCESS ||
-            doc["event"].get_string().get(event) != simdjson::SUCCESS) {
-            continue;
-        }
-        if (event == "error") {
-            std::string_view message;
-            if (doc["message"].get_string().get(message) != simdjson::SUCCESS)
-                message = "unknown launcher error";
-            t.error = std::string(message);
-        } else if (event == "exited") {
-            std::int64_t code = -1;
-            std::string_view cgroup;
-            if (doc["exit_code"].get_int64().get(code) != simdjson::SUCCESS) code = -1;
-            if (doc["cgroup"].get_string().get(cgroup) == simdjson::SUCCESS)
-                t.cgroup = std::string(cgroup);
-            simdjson::ondemand::array warnings;
-            if (doc["warnings"].get_array().get(warnings) == simdjson::SUCCESS) {
-                for (auto w : warnings) {
-                    std::string_view text;
-                    if (w.get_string().get(text) == simdjson::SUCCESS)
-                        t.launcher_warnings.emplace_back(text);
-                }
-            }
-            t.ok = code == 0;
-            if (!t.ok && t.error.empty())
-                t.error = "the self-test command exited " + std::to_string(code);
-        }
+    }
+    t.error = report.error.value_or("");
+    if (report.exited) {
+        t.cgroup = report.cgroup.value_or("none");
+        t.launcher_warnings = report.warnings;
+        t.ok = report.exited->exit_code == 0;
+        if (!t.ok && t.error.empty())
+            t.error = "the self-test command exited " + std::to_string(report.exited->exit_code);
     }
     if (t.error.empty() && !t.ok) {
         t.error = "the launcher " + config.launcher + " ended with " +
