@@ -184,6 +184,19 @@ Parsed<Target> target_for(const Agent& agent, const std::map<std::string, std::s
     return t;
 }
 
+// The target of a write or a delete: a checked path, not in a read-only shared directory.
+Parsed<Target> writable_target(const Agent& agent, const std::map<std::string, std::string>& shared,
+                               const std::string& path) {
+    auto rel = Workspaces::check_path(path, false);
+    if (!rel) return rel.error();
+    auto t = target_for(agent, shared, *rel);
+    if (t && t->shared) {
+        return ApiError{http::status::forbidden, "read_only",
+                        "'" + path + "' is in a read-only shared directory"};
+    }
+    return t;
+}
+
 Parsed<UniqueFd> make_parents(int root, const std::string& rel, const std::string& shown) {
     UniqueFd dir(::fcntl(root, F_DUPFD_CLOEXEC, 3));
     if (rel.empty()) return dir;
@@ -272,14 +285,9 @@ Parsed<bool> Workspaces::exists(const Agent& agent, const std::string& path) con
 
 Parsed<std::uint64_t> Workspaces::write(const Agent& agent, const std::string& path,
                                         const std::string& content, unsigned mode) const {
-    auto rel = check_path(path, false);
-    if (!rel) return rel.error();
-    auto t = target_for(agent, shared_, *rel);
+    auto t = writable_target(agent, shared_, path);
     if (!t) return t.error();
     const FsIdentity as_agent(agent.uid, agent.gid);
-    if (t->shared)
-        return ApiError{http::status::forbidden, "read_only",
-                        "'" + path + "' is in a read-only shared directory"};
     const auto [parent_rel, name] = split_parent(t->rel);
     auto parent = make_parents(t->root.get(), parent_rel, path);
     if (!parent) return parent.error();
@@ -347,14 +355,9 @@ Parsed<Listing> Workspaces::list(const Agent& agent, const std::string& path,
 }
 
 Parsed<void> Workspaces::remove(const Agent& agent, const std::string& path, bool recursive) const {
-    auto rel = check_path(path, false);
-    if (!rel) return rel.error();
-    auto t = target_for(agent, shared_, *rel);
+    auto t = writable_target(agent, shared_, path);
     if (!t) return t.error();
     const FsIdentity as_agent(agent.uid, agent.gid);
-    if (t->shared)
-        return ApiError{http::status::forbidden, "read_only",
-                        "'" + path + "' is in a read-only shared directory"};
     const auto [parent_rel, name] = split_parent(t->rel);
     auto parent = open_checked(t->root.get(), parent_rel, O_RDONLY | O_DIRECTORY, path);
     if (!parent) return parent.error();
