@@ -15,6 +15,7 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -834,6 +835,41 @@ TEST_F(ServerTest, ListeningBeyondLoopbackWithoutATokenIsRefused) {
     EXPECT_EQ(status, 2);
     EXPECT_NE(said.find("without a token"), std::string::npos) << said;
     EXPECT_FALSE(fs::exists("/tmp/nestbox-never"));
+}
+
+// A shared directory is read-only to every agent: through the API and from its sandbox.
+TEST_F(ServerTest, SharedDirectoriesAreReadOnly) {
+    TempDir shared;
+    std::ofstream(shared.path() + "/notes.txt") << "shared notes\n";
+    fs::permissions(shared.path(), fs::perms(0755));  // readable by the agents' UIDs
+    fs::permissions(shared.path() + "/notes.txt", fs::perms(0644));
+    Server s({"--shared-dirs", "docs:" + shared.path()});
+    HttpResponse read =
+        s.post("/workspace/read", {{"agent_id", "reader"}, {"path", "docs/notes.txt"}});
+    EXPECT_EQ(read.status, 200) << read.body;
+    EXPECT_EQ(read.json().at("content").as_string(), "shared notes\n");
+    HttpResponse write =
+        s.post("/workspace/write",
+               {{"agent_id", "reader"}, {"path", "docs/notes.txt"}, {"content", "overwritten"}});
+    EXPECT_EQ(write.status, 403);
+    EXPECT_EQ(write.error_code(), "read_only");
+    HttpResponse create = s.post(
+        "/workspace/write", {{"agent_id", "reader"}, {"path", "docs/new.txt"}, {"content", "x"}});
+    EXPECT_EQ(create.error_code(), "read_only");
+    HttpResponse del =
+        s.post("/workspace/delete", {{"agent_id", "reader"}, {"path", "docs/notes.txt"}});
+    EXPECT_EQ(del.status, 403);
+    EXPECT_EQ(del.error_code(), "read_only");
+    const json::object r =
+        exec(s, "reader",
+             "echo x > /mnt/shared/docs/notes.txt; echo $?; cat /mnt/shared/docs/notes.txt");
+    EXPECT_NE(out_of(r).substr(0, 2), "0\n") << "the sandbox wrote to a shared directory";
+    EXPECT_NE(r.at("stderr").as_string().find("Read-only file system"), std::string::npos);
+    EXPECT_NE(out_of(r).find("shared notes\n"), std::string::npos);
+    std::stringstream on_disk;
+    on_disk << std::ifstream(shared.path() + "/notes.txt").rdbuf();
+    EXPECT_EQ(on_disk.str(), "shared notes\n");
+    EXPECT_FALSE(fs::exists(shared.path() + "/new.txt"));
 }
 
 TEST_F(ServerTest, AMissingSharedDirectoryIsRefusedAtStart) {
