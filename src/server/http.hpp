@@ -31,6 +31,15 @@ class Responder {
     virtual asio::awaitable<bool> until_disconnected() = 0;
 };
 
+// One more header for a response (Allow on a 405, WWW-Authenticate on a 401). A constructor, not
+// an aggregate: GCC 12 mishandles aggregate temporaries in co_await expressions.
+struct Header {
+    Header() = default;
+    Header(http::field f, std::string_view v) : field(f), value(v) {}
+    http::field field = http::field::unknown;
+    std::string_view value;
+};
+
 // One request in flight: what the handler answers, and what the request log line says.
 struct Exchange {
     Request& req;
@@ -40,8 +49,9 @@ struct Exchange {
     unsigned status = 0;  // set when the response (or its header) is sent
 
     asio::awaitable<bool> respond(http::status s, std::string body,
-                                  std::string_view content_type = "application/json");
-    asio::awaitable<bool> fail(const ApiError& e);
+                                  std::string_view content_type = "application/json",
+                                  Header extra = {});
+    asio::awaitable<bool> fail(const ApiError& e, Header extra = {});
 };
 
 }  // namespace nestbox::server

@@ -13,18 +13,19 @@
 namespace nestbox::server {
 
 asio::awaitable<bool> Exchange::respond(http::status s, std::string body,
-                                        std::string_view content_type) {
+                                        std::string_view content_type, Header extra) {
     Response res{s, req.version()};
     res.set(http::field::content_type, content_type);
     res.set(http::field::cache_control, "no-store");
+    if (extra.field != http::field::unknown) res.set(extra.field, extra.value);
     res.keep_alive(req.keep_alive());
     res.body() = std::move(body);
     status = static_cast<unsigned>(s);
     co_return co_await out.send(std::move(res));
 }
 
-asio::awaitable<bool> Exchange::fail(const ApiError& e) {
-    co_return co_await respond(e.status, e.body());
+asio::awaitable<bool> Exchange::fail(const ApiError& e, Header extra) {
+    co_return co_await respond(e.status, e.body(), "application/json", extra);
 }
 
 namespace {
@@ -177,28 +178,16 @@ asio::awaitable<void> route(App& app, Exchange& ex) {
     }
     ex.route = std::string(path);
     if (found == nullptr) {
-        Response res{http::status::method_not_allowed, ex.req.version()};
-        res.set(http::field::allow, allowed);
-        res.set(http::field::content_type, "application/json");
-        res.keep_alive(ex.req.keep_alive());
-        res.body() = ApiError{http::status::method_not_allowed, "method_not_allowed",
-                              std::string(path) + " accepts " + allowed}
-                         .body();
-        ex.status = 405;
-        co_return (void) co_await ex.out.send(std::move(res));
+        const ApiError e(http::status::method_not_allowed, "method_not_allowed",
+                         std::string(path) + " accepts " + allowed);
+        co_return (void) co_await ex.fail(e, Header(http::field::allow, allowed));
     }
     if (!found->public_route) {
         if (!authorized(app.config.token, ex.req[http::field::authorization],
                         ex.req["X-Nestbox-Token"])) {
-            Response res{http::status::unauthorized, ex.req.version()};
-            res.set(http::field::www_authenticate, "Bearer");
-            res.set(http::field::content_type, "application/json");
-            res.keep_alive(ex.req.keep_alive());
-            res.body() = ApiError{http::status::unauthorized, "unauthorized",
-                                  "a valid bearer token is required"}
-                             .body();
-            ex.status = 401;
-            co_return (void) co_await ex.out.send(std::move(res));
+            const ApiError e(http::status::unauthorized, "unauthorized",
+                             "a valid bearer token is required");
+            co_return (void) co_await ex.fail(e, Header(http::field::www_authenticate, "Bearer"));
         }
         if (app.shutting_down.load()) {
             co_return (void) co_await ex.fail({http::status::service_unavailable, "shutting_down",

@@ -95,6 +95,8 @@ TEST_F(ServerTest, UnknownPathsAre404AndWrongMethods405) {
     HttpResponse r = shared_server().get("/exec");
     EXPECT_EQ(r.status, 405);
     EXPECT_EQ(r.headers["allow"], "POST");
+    EXPECT_EQ(r.headers["cache-control"], "no-store");
+    EXPECT_EQ(r.error_code(), "method_not_allowed");
     EXPECT_EQ(shared_server().request("DELETE", "/healthz").status, 405);
 }
 
@@ -764,6 +766,7 @@ TEST_F(ServerTest, ATokenIsRequiredEverywhereButHealthz) {
     HttpResponse none = s.post("/exec", {{"agent_id", "a"}, {"command", "true"}});
     EXPECT_EQ(none.status, 401);
     EXPECT_EQ(none.headers["www-authenticate"], "Bearer");
+    EXPECT_EQ(none.headers["cache-control"], "no-store");
     EXPECT_EQ(s.post("/exec", {{"agent_id", "a"}, {"command", "true"}},
                      {{"Authorization", "Bearer correct-horse-batterx"}})
                   .status,
