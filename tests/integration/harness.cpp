@@ -42,6 +42,15 @@ boost::json::value RunResult::out_json() const {
     return v;
 }
 
+std::vector<char*> exec_argv(std::vector<std::string>& argv) {
+    std::vector<char*> out;
+    out.reserve(argv.size() + 1);
+    for (auto& a : argv)
+        out.push_back(a.data());
+    out.push_back(nullptr);
+    return out;
+}
+
 const Binaries& binaries() {
     static const Binaries b = [] {
         const char* nestbox = std::getenv("NESTBOX");
@@ -94,11 +103,7 @@ RunResult run_nestbox(const std::vector<std::string>& args, const RunOptions& o)
     std::vector<std::string> argv = {binaries().nestbox};
     if (o.status_fd) argv.insert(argv.end(), {"--status-fd", "3"});
     argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargv;
-    cargv.reserve(argv.size() + 1);
-    for (auto& a : argv)
-        cargv.push_back(a.data());
-    cargv.push_back(nullptr);
+    std::vector<char*> cargv = exec_argv(argv);
 
     const auto start = std::chrono::steady_clock::now();
     const pid_t pid = fork();

@@ -48,6 +48,9 @@ struct Binaries {
 };
 const Binaries& binaries();
 
+// `argv` as execv takes it: pointers into the strings, then a null. `argv` must outlive it.
+std::vector<char*> exec_argv(std::vector<std::string>& argv);
+
 // Runs nestbox with `args` (inserted after `--status-fd 3` when status_fd is set).
 RunResult run_nestbox(const std::vector<std::string>& args, const RunOptions& options = {});
 

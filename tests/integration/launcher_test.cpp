@@ -341,11 +341,7 @@ pid_t start_in_background(const std::vector<std::string>& args, bool rootless, b
                           const std::string& name) {
     std::vector<std::string> argv = {binaries().nestbox};
     argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargv;
-    cargv.reserve(argv.size() + 1);
-    for (auto& a : argv)
-        cargv.push_back(a.data());
-    cargv.push_back(nullptr);
+    std::vector<char*> cargv = exec_argv(argv);
     auto exec_nestbox = [&] {
         if (rootless && (setresgid(kTestUid, kTestUid, kTestUid) != 0 ||
                          setresuid(kTestUid, kTestUid, kTestUid) != 0)) {

@@ -99,11 +99,7 @@ void Server::start(bool wait_ready) {
                                      "--launcher",
                                      binaries().nestbox};
     argv.insert(argv.end(), args_.begin(), args_.end());
-    std::vector<char*> cargv;
-    cargv.reserve(argv.size() + 1);
-    for (auto& a : argv)
-        cargv.push_back(a.data());
-    cargv.push_back(nullptr);
+    std::vector<char*> cargv = exec_argv(argv);
     const std::string log_path = dir_ + "/server.log";
     if (options_.pid_namespace) {
         // fork() cannot make the child PID 1 of a new namespace (unshare(CLONE_NEWPID) applies to
