@@ -277,7 +277,10 @@ asio::awaitable<Parsed<ExecResult>> Executor::run(ExecRequest req, ExecSink& cli
                                " sandbox slots are in use; retry later"};
     }
 
-    // 3. The request's files, as the agent.
+    // 3. The request's files, as the agent: all checked before any is written.
+    for (const auto& [path, content] : req.files) {
+        if (auto c = workspaces_.check_write(*agent, path); !c) co_return c.error();
+    }
     for (const auto& [path, content] : req.files) {
         if (auto w = workspaces_.write(*agent, path, content, 0644); !w) co_return w.error();
     }

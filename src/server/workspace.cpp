@@ -184,6 +184,14 @@ Parsed<Target> target_for(const Agent& agent, const std::map<std::string, std::s
     return t;
 }
 
+// A write may replace a file or a link, never a directory.
+Parsed<void> refuse_directory(int parent, const std::string& name, const std::string& shown) {
+    struct stat st {};
+    if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+        return ApiError::bad_request("is_a_directory", "'" + shown + "' is a directory");
+    return {};
+}
+
 // The target of a write or a delete: a checked path, not in a read-only shared directory.
 Parsed<Target> writable_target(const Agent& agent, const std::map<std::string, std::string>& shared,
                                const std::string& path) {
@@ -197,7 +205,10 @@ Parsed<Target> writable_target(const Agent& agent, const std::map<std::string, s
     return t;
 }
 
-Parsed<UniqueFd> make_parents(int root, const std::string& rel, const std::string& shown) {
+// Opens the directory `rel` beneath `root`, making what is missing; with `create` false it makes
+// nothing and returns an empty fd where a part is missing (nothing there can be in the way).
+Parsed<UniqueFd> make_parents(int root, const std::string& rel, const std::string& shown,
+                              bool create = true) {
     UniqueFd dir(::fcntl(root, F_DUPFD_CLOEXEC, 3));
     if (rel.empty()) return dir;
     std::string prefix;
@@ -208,7 +219,12 @@ Parsed<UniqueFd> make_parents(int root, const std::string& rel, const std::strin
         i = end + 1;
         prefix += (prefix.empty() ? "" : "/") + part;
         auto next = open_checked(root, prefix, O_RDONLY | O_DIRECTORY, shown);
-        if (!next && next.error().status == http::status::not_found) {
+        if (!next && next.error().status == http::status::not_found && !create) {
+            struct stat st {};
+            if (::fstatat(dir.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+                return UniqueFd();  // missing, to be made
+        }
+        if (!next && next.error().status == http::status::not_found && create) {
             if (::mkdirat(dir.get(), part.c_str(), 0755) != 0 && errno != EEXIST)
                 return resolve_error(errno, shown);
             next = open_checked(root, prefix, O_RDONLY | O_DIRECTORY, shown);
@@ -291,15 +307,22 @@ Parsed<std::uint64_t> Workspaces::write(const Agent& agent, const std::string& p
     const auto [parent_rel, name] = split_parent(t->rel);
     auto parent = make_parents(t->root.get(), parent_rel, path);
     if (!parent) return parent.error();
-    struct stat st {};
-    if (::fstatat(parent->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISDIR(st.st_mode)) {
-        return ApiError::bad_request("is_a_directory", "'" + path + "' is a directory");
-    }
+    if (auto free = refuse_directory(parent->get(), name, path); !free) return free.error();
     if (auto w = write_atomically_at(parent->get(), name, content, mode); !w) {
         return resolve_error(w.error().code(), path);
     }
     return static_cast<std::uint64_t>(content.size());
+}
+
+Parsed<void> Workspaces::check_write(const Agent& agent, const std::string& path) const {
+    auto t = writable_target(agent, shared_, path);
+    if (!t) return t.error();
+    const FsIdentity as_agent(agent.uid, agent.gid);
+    const auto [parent_rel, name] = split_parent(t->rel);
+    auto parent = make_parents(t->root.get(), parent_rel, path, false);
+    if (!parent) return parent.error();
+    if (!*parent) return {};  // its parents are yet to be made: nothing can be in the way
+    return refuse_directory(parent->get(), name, path);
 }
 
 Parsed<Listing> Workspaces::list(const Agent& agent, const std::string& path,

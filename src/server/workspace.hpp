@@ -79,6 +79,10 @@ class Workspaces {
     Parsed<bool> exists(const Agent& agent, const std::string& path) const;
     Parsed<std::uint64_t> write(const Agent& agent, const std::string& path,
                                 const std::string& content, unsigned mode) const;
+    // Refuses what write() would refuse (a read-only shared directory, a parent that is a file, a
+    // directory at the path) without changing anything, so that a request writing several files
+    // can refuse before it writes any.
+    Parsed<void> check_write(const Agent& agent, const std::string& path) const;
     Parsed<Listing> list(const Agent& agent, const std::string& path, bool recursive) const;
     Parsed<void> remove(const Agent& agent, const std::string& path, bool recursive) const;
 

@@ -907,6 +907,42 @@ TEST_F(ServerTest, ASandboxThatCannotBeBuiltIs500) {
               127);
 }
 
+// An exec whose `files` cannot all be written writes none of them, and runs nothing.
+TEST_F(ServerTest, FilesAreAllWrittenOrNone) {
+    Server& s = shared_server();
+    ASSERT_EQ(s.post("/workspace/write",
+                     {{"agent_id", "files-agent"}, {"path", "z"}, {"content", "a file"}})
+                  .status,
+              200);
+    ASSERT_EQ(s.post("/workspace/write",
+                     {{"agent_id", "files-agent"}, {"path", "dir/keep"}, {"content", ""}})
+                  .status,
+              200);
+    const std::map<std::string, std::pair<json::object, std::string>> refused = {
+        // (files are written in key order: "a.txt" would come first)
+        {"a parent that is a file", {{{"a.txt", "x"}, {"z/under-a-file", "y"}}, "not_a_directory"}},
+        {"a directory in the way", {{{"a.txt", "x"}, {"dir", "y"}}, "is_a_directory"}},
+    };
+    for (const auto& [why, case_] : refused) {
+        HttpResponse r =
+            s.post("/exec",
+                   {{"agent_id", "files-agent"}, {"command", "touch ran"}, {"files", case_.first}});
+        EXPECT_EQ(r.status, 400) << why << ": " << r.body;
+        EXPECT_EQ(r.error_code(), case_.second) << why;
+    }
+    HttpResponse listing = s.post("/workspace/list", {{"agent_id", "files-agent"}, {"path", ""}});
+    EXPECT_EQ(listing.body.find("a.txt"), std::string::npos) << listing.body;
+    EXPECT_EQ(listing.body.find("ran"), std::string::npos) << listing.body;
+    // Parents that do not exist yet are no obstacle.
+    EXPECT_EQ(s.post("/exec", {{"agent_id", "files-agent"},
+                               {"command", "cat new/deep/b.txt"},
+                               {"files", {{"a.txt", "x"}, {"new/deep/b.txt", "made"}}}})
+                  .json()
+                  .at("stdout")
+                  .as_string(),
+              "made");
+}
+
 // Requests refused for what they ask register nothing: no agent, no workspace.
 TEST_F(ServerTest, RefusedRequestsRegisterNoAgent) {
     Server s;
