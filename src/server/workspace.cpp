@@ -219,15 +219,16 @@ Parsed<UniqueFd> make_parents(int root, const std::string& rel, const std::strin
         i = end + 1;
         prefix += (prefix.empty() ? "" : "/") + part;
         auto next = open_checked(root, prefix, O_RDONLY | O_DIRECTORY, shown);
-        if (!next && next.error().status == http::status::not_found && !create) {
-            struct stat st {};
-            if (::fstatat(dir.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
-                return UniqueFd();  // missing, to be made
-        }
-        if (!next && next.error().status == http::status::not_found && create) {
-            if (::mkdirat(dir.get(), part.c_str(), 0755) != 0 && errno != EEXIST)
-                return resolve_error(errno, shown);
-            next = open_checked(root, prefix, O_RDONLY | O_DIRECTORY, shown);
+        if (!next && next.error().status == http::status::not_found) {
+            if (!create) {
+                struct stat st {};
+                if (::fstatat(dir.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+                    return UniqueFd();  // missing, to be made
+            } else {
+                if (::mkdirat(dir.get(), part.c_str(), 0755) != 0 && errno != EEXIST)
+                    return resolve_error(errno, shown);
+                next = open_checked(root, prefix, O_RDONLY | O_DIRECTORY, shown);
+            }
         }
         if (!next) {
             if (next.error().status == http::status::not_found) {
